@@ -1,0 +1,76 @@
+"""argparse plumbing: flags generated from pydantic models, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+import typing
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ValidationError
+
+from ppolab.errors import UserError
+from ppolab.ppo.config import flag
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line naming the flag, then exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(2)
+
+
+def _base_type(annotation: Any) -> Any:
+    """`int | None` -> int; `list[int]` -> (list, int); Literal -> (Literal, choices)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _base_type(args[0])
+    if origin is list:
+        return (list, typing.get_args(annotation)[0])
+    if origin is typing.Literal:
+        return (typing.Literal, typing.get_args(annotation))
+    return annotation
+
+
+def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], skip: set[str] = frozenset()) -> None:
+    """One flag per field; defaults stay unset so that only what the user typed is collected."""
+    for name, field in model.model_fields.items():
+        if name in skip:
+            continue
+        help_text = field.description or ""
+        kind = _base_type(field.annotation)
+        common: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS}
+        if kind is bool:
+            if field.default is True:
+                parser.add_argument("--no-" + name.replace("_", "-"), action="store_false", help=f"turn off: {help_text}", **common)
+            else:
+                parser.add_argument(flag(name), action="store_true", help=help_text, **common)
+            continue
+        default = "required" if field.is_required() else f"default: {field.default}"
+        if isinstance(kind, tuple) and kind[0] is list:
+            parser.add_argument(flag(name), nargs="+", type=kind[1], help=f"{help_text} ({default})", **common)
+        elif isinstance(kind, tuple):
+            parser.add_argument(flag(name), choices=kind[1], help=f"{help_text} ({default})", **common)
+        else:
+            parser.add_argument(flag(name), type=kind, metavar=name.upper(), help=f"{help_text} ({default})", **common)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first problem as 'FLAG: what is wrong (got VALUE)'."""
+    err = exc.errors()[0]
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["loc"]:
+        name = str(err["loc"][0])
+        got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
+        return f"{flag(name)}: {msg}{got}"
+    return msg
+
+
+def build(model: type[BaseModel], values: dict[str, Any]) -> BaseModel:
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        raise UserError(validation_message(exc)) from None

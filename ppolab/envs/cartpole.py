@@ -1,0 +1,116 @@
+"""Cartpole swing-up: a PD-driven cart on a 1 m rail with a pole that starts hanging down.
+
+Physics at 200 Hz, control at 50 Hz. The action is the target cart position in
+[-0.8, 0.8] m; a MuJoCo position actuator (the PD controller) tracks it at the
+physics rate, in C. The episode ends when the cart leaves the rail (|x| > 1 m);
+the horizon is applied by the sampler.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ppolab.envs.physics import BatchPhysics
+
+
+class CartpoleConfig(BaseModel):
+    """Physical constants of the swing-up task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    physics_dt: float = 0.005
+    control_dt: float = 0.02
+    rail_limit: float = 1.0
+    target_limit: float = 0.8
+    cart_mass: float = 1.0
+    pole_mass: float = 0.1
+    pole_length: float = 0.5
+    kp: float = 300.0
+    kv: float = 35.0
+    init_angle_noise: float = 0.25
+    init_pos_noise: float = 0.05
+    init_vel_noise: float = 0.05
+
+
+def swingup_reward(
+    cos_theta: np.ndarray, x: np.ndarray, omega: np.ndarray, action: np.ndarray
+) -> np.ndarray:
+    """Per-step reward in [0, 1]: upright, centred, calm and cheap. theta = 0 is upright."""
+    upright = 0.35 * (1.0 + cos_theta) / 2.0 + 0.35 * np.exp(-2.0 * (1.0 - cos_theta) ** 2)
+    centred = 0.1 * np.exp(-2.0 * x**2)
+    calm = 0.1 * np.exp(-0.05 * omega**2)
+    effort = 0.1 * np.exp(-np.sum(action**2, axis=-1))
+    return upright + centred + calm + effort
+
+
+def build_model(cfg: CartpoleConfig) -> mujoco.MjModel:
+    """Build the cart, pole and PD actuator with MjSpec (no files involved)."""
+    spec = mujoco.MjSpec()
+    spec.modelname = "cartpole"
+    spec.option.timestep = cfg.physics_dt
+    spec.worldbody.add_geom(
+        type=mujoco.mjtGeom.mjGEOM_BOX, size=[cfg.rail_limit + 0.1, 0.01, 0.01],
+        rgba=[0.6, 0.6, 0.6, 1], contype=0, conaffinity=0,
+    )
+    spec.worldbody.add_light(pos=[0, -1, 3], dir=[0, 0.3, -1])
+    spec.worldbody.add_camera(name="side", pos=[0, -3.2, 0.3], xyaxes=[1, 0, 0, 0, 0, 1])
+    cart = spec.worldbody.add_body(name="cart")
+    cart.add_joint(name="slider", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0])
+    cart.add_geom(
+        type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.1, 0.06, 0.04], mass=cfg.cart_mass,
+        rgba=[0.2, 0.4, 0.8, 1], contype=0, conaffinity=0,
+    )
+    pole = cart.add_body(name="pole")
+    pole.add_joint(name="hinge", type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 1, 0])
+    pole.add_geom(
+        type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=[0, 0, 0, 0, 0, cfg.pole_length],
+        size=[0.02, 0, 0], mass=cfg.pole_mass, rgba=[0.9, 0.5, 0.1, 1], contype=0, conaffinity=0,
+    )
+    act = spec.add_actuator(name="cart_pd", target="slider", trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    act.set_to_position(kp=cfg.kp, kv=cfg.kv)
+    act.ctrlrange = [-cfg.target_limit, cfg.target_limit]
+    act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    return spec.compile()
+
+
+class CartpoleEnv:
+    """A batch of cartpole swing-up envs. Observation: x, cos th, sin th, x_dot, th_dot."""
+
+    name = "cartpole"
+    obs_dim = 5
+    act_dim = 1
+    symmetry = None
+
+    def __init__(self, num_envs: int, config: CartpoleConfig | None = None) -> None:
+        self.cfg = config or CartpoleConfig()
+        self.model = build_model(self.cfg)
+        substeps = round(self.cfg.control_dt / self.cfg.physics_dt)
+        self.physics = BatchPhysics(self.model, num_envs, substeps)
+        self.num_envs = num_envs
+        self.action_low = np.full(self.act_dim, -self.cfg.target_limit)
+        self.action_high = np.full(self.act_dim, self.cfg.target_limit)
+
+    def reset_one(self, i: int, rng: np.random.Generator) -> None:
+        """Start env i hanging down (theta near pi) near the rail centre."""
+        c = self.cfg
+        u = rng.uniform(-1.0, 1.0, size=4)
+        qpos = np.array([c.init_pos_noise * u[0], np.pi + c.init_angle_noise * u[1]])
+        qvel = c.init_vel_noise * u[2:]
+        self.physics.set_state(i, qpos, qvel)
+
+    def observe(self) -> np.ndarray:
+        q, v = self.physics.qpos, self.physics.qvel
+        return np.stack([q[:, 0], np.cos(q[:, 1]), np.sin(q[:, 1]), v[:, 0], v[:, 1]], axis=1).astype(
+            np.float32
+        )
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Apply clipped target positions; return (obs, reward, terminated)."""
+        a = np.clip(action, self.action_low, self.action_high)
+        self.physics.step(a)
+        q, v = self.physics.qpos, self.physics.qvel
+        reward = swingup_reward(np.cos(q[:, 1]), q[:, 0], v[:, 1], a)
+        terminated = np.abs(q[:, 0]) > self.cfg.rail_limit
+        return self.observe(), reward, terminated

@@ -1,0 +1,45 @@
+"""Batched MuJoCo stepping: one model, many MjData, physics in C.
+
+Every env in a batch shares one compiled MjModel. Each env has its own MjData,
+so an env's trajectory depends only on its own controls and initial state,
+never on which other envs share the batch (or the process).
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+
+class BatchPhysics:
+    """Steps `num_envs` copies of a model with per-env controls held over `substeps`."""
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int, substeps: int) -> None:
+        self.model = model
+        self.substeps = substeps
+        self.datas = [mujoco.MjData(model) for _ in range(num_envs)]
+        self.qpos = np.zeros((num_envs, model.nq))
+        self.qvel = np.zeros((num_envs, model.nv))
+
+    @property
+    def num_envs(self) -> int:
+        return len(self.datas)
+
+    def step(self, ctrl: np.ndarray) -> None:
+        """Apply ctrl (num_envs, nu) for `substeps` physics steps, then refresh qpos/qvel."""
+        m, k = self.model, self.substeps
+        for i, d in enumerate(self.datas):
+            d.ctrl[:] = ctrl[i]
+            mujoco.mj_step(m, d, k)
+            self.qpos[i] = d.qpos
+            self.qvel[i] = d.qvel
+
+    def set_state(self, i: int, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Reset env i to the given joint state (time, controls and warmstart cleared)."""
+        d = self.datas[i]
+        mujoco.mj_resetData(self.model, d)
+        d.qpos[:] = qpos
+        d.qvel[:] = qvel
+        mujoco.mj_forward(self.model, d)
+        self.qpos[i] = d.qpos
+        self.qvel[i] = d.qvel

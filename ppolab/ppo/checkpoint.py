@@ -1,0 +1,61 @@
+"""Checkpoints: state dicts plus plain metadata, written atomically, loadable with weights_only=True.
+
+Files in a run folder:
+- `actor_<itr>.pt`, `critic_<itr>.pt`: at each evaluation;
+- `actor.pt`, `critic.pt`: the best so far by eval reward;
+- `last.pt`: everything `--resume` needs (networks, optimisers, counters), every iteration.
+
+Each policy file is `{"state_dict": ..., "meta": {...}}`; `meta` names the env,
+dimensions and network shape so that `ppolab eval` can rebuild the policy.
+"""
+
+from __future__ import annotations
+
+from ppolab.errors import UserError
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def atomic_save(obj: Any, path: Path) -> None:
+    """torch.save to a temp file in the same folder, then rename: never a half-written file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_policy(path: Path, module: torch.nn.Module, meta: dict) -> None:
+    atomic_save({"state_dict": module.state_dict(), "meta": meta}, path)
+
+
+def load(path: Path) -> dict:
+    """Load a checkpoint without unpickling code; a bad file is a UserError with the reason."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except Exception as exc:  # corrupt, truncated or not a ppolab checkpoint
+        raise UserError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
+
+
+def find_actor(path: Path) -> Path:
+    """An actor file given itself or its run folder (the best one, `actor.pt`)."""
+    if path.is_dir():
+        path = path / "actor.pt"
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    return path
+
+
+def critic_beside(actor_path: Path) -> Path:
+    """`actor_100.pt` -> `critic_100.pt`, `actor.pt` -> `critic.pt`."""
+    return actor_path.with_name(actor_path.name.replace("actor", "critic", 1))

@@ -1,0 +1,81 @@
+"""Every training hyperparameter, once: the schema, the defaults, the `--help` text and the checks.
+
+`ppolab train`'s flags are generated from `TrainConfig` (field `n_itr` is flag
+`--n-itr`), so the CLI, `config.yaml` in a run folder and a sweep's `defaults`
+use the same names.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ppolab.envs import ENVS
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    env: str = Field(description="task to train: " + ", ".join(sorted(ENVS)))
+    logdir: str = Field("logs", description="root folder; each run gets a new folder inside it")
+    run_name: str | None = Field(None, description="name of the run folder (default: time, env and seed)")
+    experiment_tag: str | None = Field(None, description="free-form tag recorded with the run (sweeps set it)")
+    n_itr: int = Field(20000, gt=0, description="training iterations")
+    lr: float = Field(3e-4, gt=0, description="Adam learning rate for actor and critic")
+    eps: float = Field(1e-5, gt=0, description="Adam epsilon")
+    gamma: float = Field(0.99, gt=0, le=1, description="discount factor")
+    lam: float = Field(0.95, ge=0, le=1, description="GAE lambda")
+    std_dev: float = Field(0.223, gt=0, description="action noise std (initial value with --learn-std)")
+    learn_std: bool = Field(False, description="make the action std a trained parameter")
+    entropy_coeff: float = Field(0.0, ge=0, description="entropy bonus weight")
+    clip: float = Field(0.2, gt=0, description="PPO ratio clip range")
+    minibatch_size: int = Field(64, gt=0, description="samples per gradient step")
+    epochs: int = Field(3, gt=0, description="passes over each batch")
+    num_procs: int = Field(12, gt=0, description="logical rollout workers (mapped onto the available cores)")
+    num_envs_per_worker: int = Field(1, gt=0, description="envs each rollout worker steps")
+    max_grad_norm: float = Field(0.5, gt=0, description="gradient-norm clip, per network")
+    max_traj_len: int = Field(400, gt=0, description="steps each env collects per iteration, and the episode horizon")
+    eval_freq: int = Field(100, gt=0, description="evaluate and checkpoint every N iterations (and at 0 and the end)")
+    eval_episodes: int = Field(10, gt=0, description="deterministic episodes per evaluation")
+    seed: int | None = Field(None, ge=0, description="random seed (default: drawn at random and recorded)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="device for the update (sampling is on CPU)")
+    mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
+    hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
+    continued: str | None = Field(None, description="start from pretrained weights: a run folder or actor .pt file")
+
+    @field_validator("env")
+    @classmethod
+    def _known_env(cls, v: str) -> str:
+        if v not in ENVS:
+            raise ValueError(f"unknown env {v!r}; choose one of: {', '.join(sorted(ENVS))}")
+        return v
+
+    @field_validator("hidden_sizes")
+    @classmethod
+    def _positive_widths(cls, v: list[int]) -> list[int]:
+        if any(h <= 0 for h in v):
+            raise ValueError("layer widths must be positive")
+        return v
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per iteration: fixed by the config, never by the machine."""
+        return self.num_procs * self.num_envs_per_worker * self.max_traj_len
+
+    @property
+    def num_slots(self) -> int:
+        return self.num_procs * self.num_envs_per_worker
+
+    @model_validator(mode="after")
+    def _minibatch_fits(self) -> TrainConfig:
+        if self.minibatch_size > self.batch_size:
+            raise ValueError(
+                f"minibatch_size {self.minibatch_size} is larger than the batch "
+                f"(num_procs x num_envs_per_worker x max_traj_len = {self.batch_size}); lower --minibatch-size"
+            )
+        return self
+
+
+def flag(field: str) -> str:
+    return "--" + field.replace("_", "-")

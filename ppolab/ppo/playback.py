@@ -1,0 +1,86 @@
+"""`ppolab eval`: run a saved actor deterministically, optionally rendering a video offscreen."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from ppolab.envs import make_env
+from ppolab.errors import UserError
+from ppolab.ppo import checkpoint as ckpt
+from ppolab.ppo.policy import Actor, ObsNormalizer, SamplingPolicy
+from ppolab.ppo.rollout import evaluate
+
+
+def load_actor(path: Path) -> tuple[Actor, dict]:
+    """Rebuild an actor from `actor*.pt` (state dict + meta), no pickled code involved."""
+    actor_path = ckpt.find_actor(path)
+    data = ckpt.load(actor_path)
+    meta = data.get("meta") if isinstance(data, dict) else None
+    if not meta or meta.get("kind") != "actor":
+        raise UserError(f"{actor_path}: not a ppolab actor checkpoint")
+    actor = Actor(
+        ObsNormalizer(meta["obs_dim"]), meta["obs_dim"], meta["act_dim"], meta["hidden_sizes"],
+        meta["std_dev"], meta["learn_std"],
+    )
+    actor.load_state_dict(data["state_dict"])
+    return actor, meta
+
+
+def play(
+    path: Path, *, episodes: int, seed: int, max_steps: int | None, video: str | None, out: TextIO = sys.stdout
+) -> tuple[np.ndarray, np.ndarray]:
+    actor, meta = load_actor(path)
+    steps = max_steps or meta["max_traj_len"]
+    params = SamplingPolicy.params_of(actor)
+    env = make_env(meta["env"], episodes)
+    returns, lengths = evaluate(env, params, seed=seed, steps=steps)
+    out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
+    for i, (r, n) in enumerate(zip(returns, lengths), start=1):
+        out.write(f"Episode {i}: length {int(n)}, return {r:.3f}\n")
+    out.write(f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {episodes} episodes "
+              f"(mean length {lengths.mean():.1f})\n")
+    if video:
+        frames = render_episode(meta["env"], params, seed=seed, steps=steps)
+        write_video(Path(video), frames, fps=round(1.0 / env.cfg.control_dt))
+        out.write(f"Video of episode 1 ({len(frames)} frames) written to {video}\n")
+    return returns, lengths
+
+
+def render_episode(env_name: str, params: dict, *, seed: int, steps: int, size: tuple[int, int] = (480, 640)):
+    """Frames of episode 1 (same initial state as in `play`), rendered headless."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    import mujoco
+
+    env = make_env(env_name, 1)
+    try:
+        renderer = mujoco.Renderer(env.model, height=size[0], width=size[1])
+    except Exception as exc:  # no GL: say which packages give one
+        raise UserError(
+            f"--video: offscreen rendering is unavailable ({exc}); install Debian's libegl1 and "
+            "libgl1-mesa-dri (MUJOCO_GL=egl) or libosmesa6 (MUJOCO_GL=osmesa)"
+        ) from None
+    frames = []
+
+    def grab(e) -> None:
+        renderer.update_scene(e.physics.datas[0], camera=0)
+        frames.append(renderer.render().copy())
+
+    evaluate(env, params, seed=seed, steps=steps, on_step=grab)
+    renderer.close()
+    return frames
+
+
+def write_video(path: Path, frames: list, fps: int) -> None:
+    import imageio.v2 as imageio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    with imageio.get_writer(tmp, fps=fps, codec="libx264", macro_block_size=8) as writer:
+        for frame in frames:
+            writer.append_data(frame)
+    os.replace(tmp, path)

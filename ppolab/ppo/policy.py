@@ -1,0 +1,146 @@
+"""Actor (Gaussian MLP), critic (MLP) and the running observation normaliser they share.
+
+The normaliser lives inside both networks as buffers, so `actor.pt` alone is
+enough to run the policy. `SamplingPolicy` is the numpy twin of the actor's
+mean used by rollout workers: it keeps torch out of the sampling processes and
+costs a third of a torch forward for the small batches sampled each step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+class ObsNormalizer(nn.Module):
+    """Running mean and variance of observations (parallel-merge update, float64)."""
+
+    def __init__(self, dim: int, clip: float = 10.0) -> None:
+        super().__init__()
+        self.clip = clip
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        std = torch.sqrt(self.var + 1e-8)
+        return ((obs - self.mean.to(obs.dtype)) / std.to(obs.dtype)).clamp(-self.clip, self.clip)
+
+    @torch.no_grad()
+    def update(self, batch: np.ndarray) -> None:
+        """Merge a batch's statistics into the running ones (Chan et al.)."""
+        x = torch.as_tensor(batch, dtype=torch.float64).reshape(-1, self.mean.numel())
+        n = float(x.shape[0])
+        if n == 0:
+            return
+        b_mean, b_var = x.mean(0), x.var(0, unbiased=False)
+        total = self.count + n
+        delta = b_mean - self.mean
+        m2 = self.var * self.count + b_var * n + delta**2 * self.count * n / total
+        self.mean.copy_(self.mean + delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+
+def mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.Tanh())
+    return nn.Sequential(*layers)
+
+
+class Actor(nn.Module):
+    """Gaussian policy: MLP mean, per-action std that is fixed or learned."""
+
+    def __init__(
+        self, norm: ObsNormalizer, obs_dim: int, act_dim: int, hidden: list[int], std: float, learn_std: bool
+    ) -> None:
+        super().__init__()
+        self.norm = norm
+        self.net = mlp([obs_dim, *hidden, act_dim])
+        with torch.no_grad():  # small initial means: start near "do nothing"
+            self.net[-1].weight.mul_(0.01)
+            self.net[-1].bias.zero_()
+        log_std = torch.full((act_dim,), math.log(std))
+        if learn_std:
+            self.log_std = nn.Parameter(log_std)
+        else:
+            self.register_buffer("log_std", log_std)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head(self.norm(obs))
+
+    def head(self, normed_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and std from already-normalised observations (the update normalises once per batch)."""
+        return self.net(normed_obs), self.log_std.exp()
+
+
+class Critic(nn.Module):
+    def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int]) -> None:
+        super().__init__()
+        self.norm = norm
+        self.net = mlp([obs_dim, *hidden, 1])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(obs))
+
+    def head(self, normed_obs: torch.Tensor) -> torch.Tensor:
+        return self.net(normed_obs).squeeze(-1)
+
+
+def gaussian_log_prob(mean: torch.Tensor, std: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    z = (action - mean) / std
+    return (-0.5 * z**2 - torch.log(std) - 0.5 * LOG_2PI).sum(-1)
+
+
+def gaussian_entropy(std: torch.Tensor) -> torch.Tensor:
+    """Differential entropy of a diagonal Gaussian (negative for small std)."""
+    return (0.5 + 0.5 * LOG_2PI + torch.log(std)).sum(-1)
+
+
+def gaussian_kl(mean0, std0, mean1, std1) -> torch.Tensor:
+    """KL(old || new) between diagonal Gaussians, summed over action dims."""
+    return (torch.log(std1 / std0) + (std0**2 + (mean0 - mean1) ** 2) / (2.0 * std1**2) - 0.5).sum(-1)
+
+
+class SamplingPolicy:
+    """The actor's mean and std as float32 numpy, for rollout workers."""
+
+    def __init__(self, params: dict[str, np.ndarray]) -> None:
+        self.mean = params["mean"]
+        self.inv_std = params["inv_std"]
+        self.clip = float(params["clip"])
+        self.weights = params["weights"]
+        self.biases = params["biases"]
+        self.std = params["std"]
+
+    @staticmethod
+    def params_of(actor: Actor) -> dict:
+        """Export what workers need: picklable, small, shipped once per iteration."""
+        with torch.no_grad():
+            linears = [m for m in actor.net if isinstance(m, nn.Linear)]
+            return {
+                "mean": actor.norm.mean.float().cpu().numpy(),
+                "inv_std": (1.0 / torch.sqrt(actor.norm.var + 1e-8)).float().cpu().numpy(),
+                "clip": actor.norm.clip,
+                "weights": [m.weight.T.contiguous().cpu().numpy() for m in linears],
+                "biases": [m.bias.cpu().numpy() for m in linears],
+                "std": actor.log_std.exp().float().cpu().numpy(),
+            }
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        h = np.clip((obs - self.mean) * self.inv_std, -self.clip, self.clip)
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = h @ w
+            h += b
+            if i < last:
+                np.tanh(h, out=h)
+        return h

@@ -1,0 +1,138 @@
+"""Collect one iteration of experience for a contiguous range of env slots.
+
+An env slot is one logical env (worker `w`, env `j` is slot `w * envs_per_worker + j`).
+Everything random about a slot in an iteration comes from its own generator,
+seeded by (seed, stream, iteration, slot), and the policy is evaluated on a
+batch padded to every slot at its global row. So a slot's trajectory is the
+same whichever process samples it and however many processes share the work:
+the metrics of a seed do not depend on the number of cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppolab.ppo.policy import SamplingPolicy
+
+TRAIN_STREAM, WARMUP_STREAM, EVAL_STREAM = 0, 1, 2
+
+
+def slot_rng(seed: int, stream: int, iteration: int, slot: int) -> np.random.Generator:
+    return np.random.default_rng([seed, stream, iteration, slot])
+
+
+@dataclass
+class Trajectories:
+    """Time-major arrays (T, slots, ...) of one iteration's experience.
+
+    `ended` marks the last step of an episode (terminated, or cut by the horizon
+    or the end of the iteration); `final_obs` holds the observation reached at
+    that step, used to bootstrap the value of an episode that was cut, not
+    terminated. `ep_return`/`ep_length` are set (else NaN) where an episode
+    finished, by termination or by reaching the horizon.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    ended: np.ndarray
+    final_obs: np.ndarray
+    ep_return: np.ndarray
+    ep_length: np.ndarray
+
+    @staticmethod
+    def concat(parts: list[Trajectories]) -> Trajectories:
+        return Trajectories(
+            **{k: np.concatenate([getattr(p, k) for p in parts], axis=1) for k in Trajectories.__dataclass_fields__}
+        )
+
+
+def collect(
+    env,
+    params: dict,
+    *,
+    seed: int,
+    stream: int,
+    iteration: int,
+    first_slot: int,
+    total_slots: int,
+    steps: int,
+) -> Trajectories:
+    """Run `steps` policy steps in every env of `env`, its env i being slot first_slot + i."""
+    n, obs_dim, act_dim = env.num_envs, env.obs_dim, env.act_dim
+    policy = SamplingPolicy(params)
+    lo, hi = first_slot, first_slot + n
+    rngs = [slot_rng(seed, stream, iteration, s) for s in range(lo, hi)]
+    noise = np.stack([r.standard_normal((steps, act_dim), dtype=np.float32) for r in rngs], axis=1)
+    noise *= policy.std
+
+    out = Trajectories(
+        obs=np.empty((steps, n, obs_dim), np.float32),
+        actions=np.empty((steps, n, act_dim), np.float32),
+        rewards=np.empty((steps, n), np.float32),
+        terminated=np.empty((steps, n), bool),
+        ended=np.empty((steps, n), bool),
+        final_obs=np.zeros((steps, n, obs_dim), np.float32),
+        ep_return=np.full((steps, n), np.nan),
+        ep_length=np.full((steps, n), np.nan),
+    )
+    for i in range(n):
+        env.reset_one(i, rngs[i])
+    obs = env.observe()
+    padded = np.zeros((total_slots, obs_dim), np.float32)
+    ep_ret = np.zeros(n)
+    ep_len = np.zeros(n, np.int64)
+    for t in range(steps):
+        padded[lo:hi] = obs
+        action = policy(padded)[lo:hi] + noise[t]
+        out.obs[t] = obs
+        out.actions[t] = action
+        obs, reward, terminated = env.step(action)
+        ep_ret += reward
+        ep_len += 1
+        finished = terminated | (ep_len >= steps)
+        ended = finished | (t == steps - 1)
+        out.rewards[t] = reward
+        out.terminated[t] = terminated
+        out.ended[t] = ended
+        if ended.any():
+            out.final_obs[t, ended] = obs[ended]
+            out.ep_return[t, finished] = ep_ret[finished]
+            out.ep_length[t, finished] = ep_len[finished]
+            if t < steps - 1:
+                for i in np.flatnonzero(ended):
+                    env.reset_one(i, rngs[i])
+                ep_ret[ended] = 0.0
+                ep_len[ended] = 0
+                obs = env.observe()
+    return out
+
+
+def evaluate(env, params: dict, *, seed: int, steps: int, on_step=None) -> tuple[np.ndarray, np.ndarray]:
+    """Run one deterministic (mean-action) episode in each env; return (returns, lengths).
+
+    Env i starts from the same state at every call with the same seed, so
+    successive evaluations compare policies, not luck. `on_step(env)` is
+    called after every step (video capture).
+    """
+    policy = SamplingPolicy(params)
+    n = env.num_envs
+    for i in range(n):
+        env.reset_one(i, slot_rng(seed, EVAL_STREAM, 0, i))
+    obs = env.observe()
+    returns = np.zeros(n)
+    lengths = np.zeros(n, np.int64)
+    alive = np.ones(n, bool)
+    for _ in range(steps):
+        obs, reward, terminated = env.step(policy(obs))
+        returns += np.where(alive, reward, 0.0)
+        lengths += alive
+        alive &= ~terminated
+        if on_step is not None:
+            on_step(env)
+        if not alive.any():
+            break
+    return returns, lengths

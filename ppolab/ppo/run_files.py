@@ -1,0 +1,188 @@
+"""What a run leaves in its folder, besides checkpoints.
+
+- `config.yaml`: the resolved TrainConfig (seed included, even when it was drawn);
+- `command.txt`: the `ppolab train` command line that reproduces the run;
+- `run.json`: versions, git commit (and `git.diff` beside it if the tree was dirty), host, start time, argv;
+- `metrics.jsonl`: one JSON object per line, `{"type": "iteration", ...}` for every
+  iteration (the table's metrics in snake_case plus timings and step counts) and
+  `{"type": "eval", "iteration", "reward", "length", "time"}` for every evaluation;
+- `train.log`: a copy of the console output;
+- TensorBoard event files (`events.out.tfevents.*`).
+"""
+
+from __future__ import annotations
+
+from ppolab.errors import UserError
+
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ppolab import __version__
+from ppolab.ppo.config import TrainConfig, flag
+
+def atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def create_run_dir(cfg: TrainConfig) -> Path:
+    """Make a new, empty run folder; never reuse an existing one."""
+    root = Path(cfg.logdir)
+    root.mkdir(parents=True, exist_ok=True)
+    if cfg.run_name:
+        path = root / cfg.run_name
+        try:
+            path.mkdir()
+        except FileExistsError:
+            raise UserError(f"--run-name: {path} already exists; pick another name or --resume it") from None
+        return path
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = f"{stamp}-{cfg.env}-s{cfg.seed}"
+    for k in range(1000):
+        path = root / (base if k == 0 else f"{base}-{k}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a run folder under {root}")
+
+
+def reproduce_command(cfg: TrainConfig) -> str:
+    """`ppolab train` with every setting that differs from the defaults, the seed always."""
+    defaults = TrainConfig(env=cfg.env)
+    parts = ["ppolab", "train", "--env", cfg.env]
+    for name, value in cfg.model_dump().items():
+        if name in ("env", "run_name") or (value == getattr(defaults, name) and name not in ("seed", "logdir")):
+            continue
+        if isinstance(value, bool):
+            parts.append(flag(name) if value else "--no-" + name.replace("_", "-"))
+        elif isinstance(value, list):
+            parts += [flag(name), *map(str, value)]
+        elif value is not None:
+            parts += [flag(name), str(value)]
+    return shlex.join(parts)
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def system_info() -> dict[str, Any]:
+    import mujoco
+    import numpy
+    import torch
+
+    from ppolab.ppo.sampler import available_cores
+
+    return {
+        "ppolab": __version__,
+        "python": platform.python_version(),
+        "mujoco": mujoco.__version__,
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": f"{platform.system()} {platform.release()}",
+        "cpu": platform.processor() or "N/A",
+        "cpu_count": os.cpu_count(),
+        "available_cores": available_cores(),
+        "host": socket.gethostname(),
+    }
+
+
+def write_run_files(run_dir: Path, cfg: TrainConfig, system: dict[str, Any]) -> None:
+    atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+    atomic_write_text(run_dir / "command.txt", reproduce_command(cfg) + "\n")
+    commit = _git("rev-parse", "HEAD")
+    diff = _git("diff", "HEAD")
+    meta = {
+        "system": system,
+        "git_commit": commit.strip() if commit else None,
+        "git_dirty": bool(diff),
+        "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "argv": sys.argv,
+    }
+    if diff:
+        atomic_write_text(run_dir / "git.diff", diff)
+    atomic_write_text(run_dir / "run.json", json.dumps(meta, indent=2) + "\n")
+
+
+def load_config(run_dir: Path) -> TrainConfig:
+    path = run_dir / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"--resume: {path} is missing; is {run_dir} a ppolab run folder?") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"--resume: {path} is not valid YAML ({exc.__class__.__name__})") from None
+    return TrainConfig(**data)
+
+
+class MetricsLog:
+    """metrics.jsonl plus TensorBoard scalars; on resume, drops records past the checkpoint."""
+
+    def __init__(self, run_dir: Path, resume_from: int | None = None) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.path = run_dir / "metrics.jsonl"
+        if resume_from is not None and self.path.exists():
+            kept = [
+                line
+                for line in self.path.read_text().splitlines()
+                if line.strip() and _complete_before(line, resume_from)
+            ]
+            atomic_write_text(self.path, "".join(line + "\n" for line in kept))
+        self.file = open(self.path, "a")
+        self.tb = SummaryWriter(str(run_dir), purge_step=resume_from)
+
+    def iteration(self, rec: dict) -> None:
+        self._write({"type": "iteration", **rec})
+        step = rec["iteration"]
+        for key in ("mean_eprew", "mean_eplen"):
+            self.tb.add_scalar(f"charts/{key}", rec[key], step)
+        for key in ("actor_loss", "critic_loss", "mirror_loss", "kl", "entropy", "clip_fraction"):
+            self.tb.add_scalar(f"losses/{key}", rec[key], step)
+        self.tb.add_scalar("charts/noise_std", rec["noise_std"], step)
+        self.tb.add_scalar("charts/fps", rec["fps"], step)
+
+    def evaluation(self, rec: dict) -> None:
+        self._write({"type": "eval", **rec})
+        self.tb.add_scalar("eval/reward", rec["reward"], rec["iteration"])
+        self.tb.add_scalar("eval/length", rec["length"], rec["iteration"])
+
+    def _write(self, rec: dict) -> None:
+        self.file.write(json.dumps(rec, allow_nan=True) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+        self.tb.close()
+
+
+def _complete_before(line: str, iteration: int) -> bool:
+    try:
+        return json.loads(line)["iteration"] < iteration
+    except (ValueError, KeyError, TypeError):
+        return False  # a line cut off by a crash

@@ -1,0 +1,97 @@
+"""Local sampling backend: logical rollout workers mapped onto as many processes as there are cores.
+
+`--num-procs 12` means 12 logical workers (12 x envs-per-worker env slots), not
+12 busy processes: the slots are split into contiguous ranges, one per process,
+and the driver process samples the first range itself. Workers receive the
+policy once per iteration and send back their range's trajectories.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+from multiprocessing.connection import Connection
+
+from ppolab.envs import make_env
+from ppolab.ppo.rollout import Trajectories, collect
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def split_slots(total: int, parts: int) -> list[tuple[int, int]]:
+    """Contiguous (first_slot, count) ranges, as even as possible."""
+    base, extra = divmod(total, parts)
+    ranges, start = [], 0
+    for p in range(parts):
+        count = base + (1 if p < extra else 0)
+        ranges.append((start, count))
+        start += count
+    return ranges
+
+
+def _worker_main(conn: Connection, env_name: str, first_slot: int, count: int, total: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
+    env = make_env(env_name, count)
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        params, kwargs = msg
+        conn.send(collect(env, params, first_slot=first_slot, total_slots=total, **kwargs))
+
+
+class LocalSampler:
+    """Samples all env slots each iteration with `procs` processes (the driver included)."""
+
+    def __init__(self, env_name: str, total_slots: int, procs: int | None = None) -> None:
+        procs = max(1, min(procs or available_cores(), total_slots))
+        self.total_slots = total_slots
+        self.ranges = split_slots(total_slots, procs)
+        self.procs = procs
+        first, count = self.ranges[0]
+        self.env = make_env(env_name, count)
+        ctx = mp.get_context("spawn")
+        self.conns: list[Connection] = []
+        self.workers: list[mp.process.BaseProcess] = []
+        for first_slot, n in self.ranges[1:]:
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, args=(child, env_name, first_slot, n, total_slots), daemon=True)
+            p.start()
+            child.close()
+            self.conns.append(parent)
+            self.workers.append(p)
+
+    def sample(self, params: dict, **kwargs) -> Trajectories:
+        """kwargs: seed, stream, iteration, steps (see rollout.collect)."""
+        for conn in self.conns:
+            conn.send((params, kwargs))
+        first, _ = self.ranges[0]
+        parts = [collect(self.env, params, first_slot=first, total_slots=self.total_slots, **kwargs)]
+        for conn, proc in zip(self.conns, self.workers):
+            try:
+                parts.append(conn.recv())
+            except EOFError:
+                raise RuntimeError(f"rollout worker process {proc.pid} died (exit code {proc.exitcode})") from None
+        return Trajectories.concat(parts)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(None)
+                conn.close()
+            except OSError:
+                pass
+        for p in self.workers:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.terminate()
+        self.conns, self.workers = [], []

@@ -1,0 +1,272 @@
+"""The PPO training loop, top to bottom: sample, bootstrap, update, log, evaluate, checkpoint."""
+
+from __future__ import annotations
+
+from ppolab.errors import UserError
+
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+import torch
+
+from ppolab.envs import make_env
+from ppolab.ppo import checkpoint as ckpt
+from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.console import Console
+from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, SamplingPolicy, gaussian_log_prob
+from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
+from ppolab.ppo.run_files import MetricsLog, create_run_dir, system_info, write_run_files
+from ppolab.ppo.sampler import LocalSampler
+from ppolab.ppo.update import Batch, Hyper, compute_gae, make_optimizer, ppo_update
+
+UPDATE_STREAM = 3
+WARMUP_ITERATIONS = 1
+
+
+def _raise_interrupt(signum, frame):
+    """SIGTERM ends a run like Ctrl-C: cleanly, with its summary line."""
+    raise KeyboardInterrupt
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available; use --device cpu or auto")
+    return torch.device(name)
+
+
+def policy_meta(cfg: TrainConfig, env, kind: str, iteration: int, eval_reward: float | None) -> dict:
+    return {
+        "kind": kind,
+        "env": cfg.env,
+        "obs_dim": env.obs_dim,
+        "act_dim": env.act_dim,
+        "hidden_sizes": list(cfg.hidden_sizes),
+        "learn_std": cfg.learn_std,
+        "std_dev": cfg.std_dev,
+        "max_traj_len": cfg.max_traj_len,
+        "iteration": iteration,
+        "eval_reward": eval_reward,
+    }
+
+
+def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor, Critic]:
+    norm = ObsNormalizer(obs_dim)
+    actor = Actor(norm, obs_dim, act_dim, list(cfg.hidden_sizes), cfg.std_dev, cfg.learn_std)
+    critic = Critic(norm, obs_dim, list(cfg.hidden_sizes))
+    return actor, critic
+
+
+def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> list[str]:
+    """--continued: load an actor (and the critic beside it, if any); returns notes to print."""
+    actor_path = ckpt.find_actor(Path(path))
+    data = ckpt.load(actor_path)
+    meta = data.get("meta", {})
+    if meta.get("env") != env_name:
+        raise UserError(f"--continued: {actor_path} was trained on {meta.get('env')!r}, not {env_name!r}")
+    try:
+        actor.load_state_dict(data["state_dict"])
+    except RuntimeError:
+        raise UserError(f"--continued: {actor_path} does not match this network (check --hidden-sizes)") from None
+    notes = [f"Loaded pretrained actor from {actor_path}"]
+    critic_path = ckpt.critic_beside(actor_path)
+    if critic_path.is_file():
+        critic.load_state_dict(ckpt.load(critic_path)["state_dict"])
+        notes.append(f"Loaded pretrained critic from {critic_path}")
+    else:
+        notes.append("No critic beside it: the critic starts fresh")
+    return notes
+
+
+def train(
+    cfg: TrainConfig,
+    *,
+    resume_dir: Path | None = None,
+    sampler_procs: int | None = None,
+    out: TextIO = sys.stdout,
+) -> tuple[Path, bool]:
+    """Train until n_itr or an interrupt. Returns (run folder, completed)."""
+    seed_drawn = cfg.seed is None
+    if seed_drawn:
+        cfg = cfg.model_copy(update={"seed": int(np.random.SeedSequence().entropy % 2**31)})
+    seed = cfg.seed
+    device = resolve_device(cfg.device)
+    torch.set_num_threads(1)  # small networks: one thread is fastest, and results don't depend on cores
+    torch.manual_seed(seed)
+
+    probe = make_env(cfg.env, 1)
+    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
+    notes: list[str] = []
+    if cfg.continued and resume_dir is None:
+        notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
+    actor.to(device)
+    critic.to(device)
+    optimizer = make_optimizer(actor, critic, cfg.lr, cfg.eps)
+
+    start_itr, total_steps, prior_time, best = 0, 0, 0.0, None
+    if resume_dir is not None:
+        state = ckpt.load(resume_dir / "last.pt")
+        actor.load_state_dict(state["actor"])
+        critic.load_state_dict(state["critic"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_itr, total_steps, prior_time = state["iteration"] + 1, state["total_steps"], state["total_time"]
+        best = tuple(state["best_eval"]) if state["best_eval"] is not None else None
+        run_dir = resume_dir
+        notes.append(f"Resuming {run_dir} at iteration {start_itr}")
+    else:
+        run_dir = create_run_dir(cfg)
+    system = system_info()
+    if resume_dir is None:
+        write_run_files(run_dir, cfg, system)
+
+    log_file = open(run_dir / "train.log", "a")
+    console = Console(tee=log_file, out=out)
+    metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None)
+    sampler = LocalSampler(cfg.env, cfg.num_slots, sampler_procs)
+    eval_env = make_env(cfg.env, cfg.eval_episodes)
+    console.header(
+        {
+            "MuJoCo version": system["mujoco"],
+            "PyTorch version": system["torch"],
+            "Platform": system["platform"],
+            "CPU": system["cpu"],
+            "CPU count": str(system["cpu_count"]),
+        },
+        {
+            "Environment": cfg.env,
+            "Log directory": str(run_dir.resolve()),
+            "Num processes": f"{cfg.num_procs} (x {cfg.num_envs_per_worker} envs; "
+            f"sampled by {sampler.procs} processes on {system['available_cores']} cores)",
+            "Learning rate": str(cfg.lr),
+            "Max trajectory length": str(cfg.max_traj_len),
+            "Iterations": str(cfg.n_itr),
+            "Seed": f"{seed} (drawn at random; --seed {seed} repeats this run)" if seed_drawn else f"{seed}",
+            "Batch size": str(cfg.batch_size),
+            "Device": str(device),
+            **{k: str(v) for k, v in cfg.model_dump().items() if k not in ("env", "lr", "n_itr", "seed")},
+        },
+    )
+    for note in notes:
+        console.line(note)
+
+    previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
+    t_start = time.perf_counter()
+    itr = start_itr
+    interrupted = False
+    try:
+        if resume_dir is None and not cfg.continued:
+            console.line("Warming up observation normalization...")
+            for w in range(WARMUP_ITERATIONS):
+                warm = sampler.sample(
+                    SamplingPolicy.params_of(actor), seed=seed, stream=WARMUP_STREAM, iteration=w,
+                    steps=cfg.max_traj_len,
+                )
+                actor.norm.update(warm.obs)
+            console.line(f"Normalization initialized with {int(actor.norm.count.item())} samples")
+
+        for itr in range(start_itr, cfg.n_itr):
+            t0 = time.perf_counter()
+            traj = sampler.sample(
+                SamplingPolicy.params_of(actor), seed=seed, stream=TRAIN_STREAM, iteration=itr,
+                steps=cfg.max_traj_len,
+            )
+            t1 = time.perf_counter()
+
+            # bootstrap values, old log-probs, GAE
+            steps, slots = traj.rewards.shape
+            actions = torch.from_numpy(traj.actions.reshape(steps * slots, -1)).to(device)
+            with torch.no_grad():
+                obs = actor.norm(torch.from_numpy(traj.obs.reshape(steps * slots, -1)).to(device))
+                old_mean, old_std = actor.head(obs)
+                logprobs = gaussian_log_prob(old_mean, old_std, actions)
+                values = critic.head(obs).cpu().numpy().reshape(steps, slots)
+                final_values = critic(torch.from_numpy(traj.final_obs).to(device)).cpu().numpy()
+            next_values = np.concatenate([values[1:], np.zeros((1, slots), values.dtype)])
+            next_values = np.where(traj.ended, final_values, next_values)
+            advantages, returns = compute_gae(
+                traj.rewards, values, next_values, traj.terminated, traj.ended, cfg.gamma, cfg.lam
+            )
+            batch = Batch(
+                obs=obs,
+                actions=actions,
+                logprobs=logprobs,
+                advantages=torch.from_numpy(advantages.reshape(-1)).to(device),
+                returns=torch.from_numpy(returns.reshape(-1)).to(device),
+                old_mean=old_mean,
+                old_std=old_std.expand_as(old_mean),
+            )
+
+            # optimise
+            stats = ppo_update(actor, critic, optimizer, batch, hp, np.random.default_rng([seed, UPDATE_STREAM, itr]))
+            actor.norm.update(traj.obs)
+            t2 = time.perf_counter()
+
+            # log
+            total_steps += steps * slots
+            total_time = prior_time + (t2 - t_start)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # no finished episode: nan, like other trainers
+                mean_eprew = float(np.nanmean(traj.ep_return))
+                mean_eplen = float(np.nanmean(traj.ep_length))
+            rec = {
+                "iteration": itr,
+                "mean_eprew": mean_eprew,
+                "mean_eplen": mean_eplen,
+                **stats,
+                "mirror_loss": 0.0,
+                "steps": steps * slots,
+                "sample_time": t1 - t0,
+                "optimizer_time": t2 - t1,
+                "total_steps": total_steps,
+                "total_time": total_time,
+                "fps": total_steps / total_time,
+            }
+            console.iteration(rec, cfg.n_itr)
+            metrics.iteration(rec)
+
+            # evaluate and checkpoint
+            if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
+                te = time.perf_counter()
+                rets, lens = evaluate(eval_env, SamplingPolicy.params_of(actor), seed=seed, steps=cfg.max_traj_len)
+                reward, length = float(rets.mean()), float(lens.mean())
+                for kind, net in (("actor", actor), ("critic", critic)):
+                    path = run_dir / f"{kind}_{itr}.pt"
+                    ckpt.save_policy(path, net, policy_meta(cfg, probe, kind, itr, reward))
+                    console.line(f"Saved {kind} at {path}")
+                if best is None or reward > best[0]:
+                    best = (reward, itr)
+                    for kind, net in (("actor", actor), ("critic", critic)):
+                        ckpt.save_policy(run_dir / f"{kind}.pt", net, policy_meta(cfg, probe, kind, itr, reward))
+                seconds = time.perf_counter() - te
+                console.evaluation(length, reward, seconds)
+                metrics.evaluation({"iteration": itr, "reward": reward, "length": length, "time": seconds})
+
+            ckpt.atomic_save(
+                {
+                    "iteration": itr,
+                    "total_steps": total_steps,
+                    "total_time": prior_time + (time.perf_counter() - t_start),
+                    "best_eval": list(best) if best else None,
+                    "actor": actor.state_dict(),
+                    "critic": critic.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                },
+                run_dir / "last.pt",
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        sampler.close()
+        total_time = prior_time + (time.perf_counter() - t_start)
+        console.final(interrupted, itr, total_time, total_steps, best)
+        metrics.close()
+        log_file.close()
+    return run_dir, not interrupted
