@@ -45,7 +45,9 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
         common: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS}
         if kind is bool:
             if field.default is True:
-                parser.add_argument("--no-" + name.replace("_", "-"), action="store_false", help=f"turn off: {help_text}", **common)
+                parser.add_argument(
+                    "--no-" + name.replace("_", "-"), action="store_false", help=f"turn off: {help_text}", **common
+                )
             else:
                 parser.add_argument(flag(name), action="store_true", help=help_text, **common)
             continue

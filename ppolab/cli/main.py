@@ -33,7 +33,9 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint, in the same folder"
     )
     p.add_argument(
-        "--sampler-procs", type=int, metavar="N",
+        "--sampler-procs",
+        type=int,
+        metavar="N",
         help="sampling processes (default: one per available core); never changes the results",
     )
 
@@ -84,18 +86,19 @@ def run_train(ns: argparse.Namespace) -> int:
             raise UserError("--env is required (or --resume RUN_DIR)")
         cfg = build(TrainConfig, given)
         if cfg.continued:
-            _check_continued(Path(cfg.continued))
+            _check_policy_file("--continued", Path(cfg.continued))
     _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs)
     return 0 if completed else 130
 
 
-def _check_continued(path: Path) -> None:
+def _check_policy_file(option: str, path: Path) -> None:
+    """Fail early, naming the flag, when a policy path is missing or unreadable."""
     from ppolab.ppo import checkpoint as ckpt
 
     try:
         ckpt.load(ckpt.find_actor(path))
     except UserError as exc:
-        raise UserError(f"--continued: {exc}") from None
+        raise UserError(f"{option}: {exc}") from None
 
 
 def run_eval(ns: argparse.Namespace) -> int:
@@ -103,6 +106,7 @@ def run_eval(ns: argparse.Namespace) -> int:
 
     if ns.episodes < 1:
         raise UserError("--episodes: must be at least 1")
+    _check_policy_file("--path", Path(ns.path))
     play(Path(ns.path), episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, video=ns.video)
     return 0
 

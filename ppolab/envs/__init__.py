@@ -7,11 +7,16 @@ resets after an episode ends belong to the sampler, not the env.
 
 from __future__ import annotations
 
-from ppolab.errors import UserError
+import os
 
-from typing import Any, Callable
+# ppolab renders headless (evaluation videos): EGL needs no display. It must be chosen before mujoco is imported.
+os.environ.setdefault("MUJOCO_GL", "egl")
 
-from ppolab.envs.cartpole import CartpoleEnv
+from collections.abc import Callable  # noqa: E402
+from typing import Any
+
+from ppolab.envs.cartpole import CartpoleEnv  # noqa: E402
+from ppolab.errors import UserError  # noqa: E402
 
 ENVS: dict[str, Callable[..., Any]] = {"cartpole": CartpoleEnv}
 

@@ -34,9 +34,7 @@ class CartpoleConfig(BaseModel):
     init_vel_noise: float = 0.05
 
 
-def swingup_reward(
-    cos_theta: np.ndarray, x: np.ndarray, omega: np.ndarray, action: np.ndarray
-) -> np.ndarray:
+def swingup_reward(cos_theta: np.ndarray, x: np.ndarray, omega: np.ndarray, action: np.ndarray) -> np.ndarray:
     """Per-step reward in [0, 1]: upright, centred, calm and cheap. theta = 0 is upright."""
     upright = 0.35 * (1.0 + cos_theta) / 2.0 + 0.35 * np.exp(-2.0 * (1.0 - cos_theta) ** 2)
     centred = 0.1 * np.exp(-2.0 * x**2)
@@ -51,22 +49,34 @@ def build_model(cfg: CartpoleConfig) -> mujoco.MjModel:
     spec.modelname = "cartpole"
     spec.option.timestep = cfg.physics_dt
     spec.worldbody.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_BOX, size=[cfg.rail_limit + 0.1, 0.01, 0.01],
-        rgba=[0.6, 0.6, 0.6, 1], contype=0, conaffinity=0,
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[cfg.rail_limit + 0.1, 0.01, 0.01],
+        rgba=[0.6, 0.6, 0.6, 1],
+        contype=0,
+        conaffinity=0,
     )
     spec.worldbody.add_light(pos=[0, -1, 3], dir=[0, 0.3, -1])
     spec.worldbody.add_camera(name="side", pos=[0, -3.2, 0.3], xyaxes=[1, 0, 0, 0, 0, 1])
     cart = spec.worldbody.add_body(name="cart")
     cart.add_joint(name="slider", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0])
     cart.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.1, 0.06, 0.04], mass=cfg.cart_mass,
-        rgba=[0.2, 0.4, 0.8, 1], contype=0, conaffinity=0,
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[0.1, 0.06, 0.04],
+        mass=cfg.cart_mass,
+        rgba=[0.2, 0.4, 0.8, 1],
+        contype=0,
+        conaffinity=0,
     )
     pole = cart.add_body(name="pole")
     pole.add_joint(name="hinge", type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 1, 0])
     pole.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=[0, 0, 0, 0, 0, cfg.pole_length],
-        size=[0.02, 0, 0], mass=cfg.pole_mass, rgba=[0.9, 0.5, 0.1, 1], contype=0, conaffinity=0,
+        type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+        fromto=[0, 0, 0, 0, 0, cfg.pole_length],
+        size=[0.02, 0, 0],
+        mass=cfg.pole_mass,
+        rgba=[0.9, 0.5, 0.1, 1],
+        contype=0,
+        conaffinity=0,
     )
     act = spec.add_actuator(name="cart_pd", target="slider", trntype=mujoco.mjtTrn.mjTRN_JOINT)
     act.set_to_position(kp=cfg.kp, kv=cfg.kv)
@@ -102,9 +112,7 @@ class CartpoleEnv:
 
     def observe(self) -> np.ndarray:
         q, v = self.physics.qpos, self.physics.qvel
-        return np.stack([q[:, 0], np.cos(q[:, 1]), np.sin(q[:, 1]), v[:, 0], v[:, 1]], axis=1).astype(
-            np.float32
-        )
+        return np.stack([q[:, 0], np.cos(q[:, 1]), np.sin(q[:, 1]), v[:, 0], v[:, 1]], axis=1).astype(np.float32)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Apply clipped target positions; return (obs, reward, terminated)."""

@@ -11,14 +11,14 @@ dimensions and network shape so that `ppolab eval` can rebuild the policy.
 
 from __future__ import annotations
 
-from ppolab.errors import UserError
-
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from ppolab.errors import UserError
 
 
 def atomic_save(obj: Any, path: Path) -> None:
@@ -43,16 +43,18 @@ def load(path: Path) -> dict:
         return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
-    except Exception as exc:  # corrupt, truncated or not a ppolab checkpoint
-        raise UserError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
+    except Exception:  # corrupt, truncated, or pickled code that weights_only refuses
+        raise UserError(f"{path}: not a readable checkpoint (truncated, corrupt, or not saved by ppolab)") from None
 
 
 def find_actor(path: Path) -> Path:
     """An actor file given itself or its run folder (the best one, `actor.pt`)."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
     if path.is_dir():
         path = path / "actor.pt"
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+        if not path.is_file():
+            raise UserError(f"{path}: no such file (is this a run folder with an evaluation yet?)")
     return path
 
 

@@ -24,8 +24,12 @@ def load_actor(path: Path) -> tuple[Actor, dict]:
     if not meta or meta.get("kind") != "actor":
         raise UserError(f"{actor_path}: not a ppolab actor checkpoint")
     actor = Actor(
-        ObsNormalizer(meta["obs_dim"]), meta["obs_dim"], meta["act_dim"], meta["hidden_sizes"],
-        meta["std_dev"], meta["learn_std"],
+        ObsNormalizer(meta["obs_dim"]),
+        meta["obs_dim"],
+        meta["act_dim"],
+        meta["hidden_sizes"],
+        meta["std_dev"],
+        meta["learn_std"],
     )
     actor.load_state_dict(data["state_dict"])
     return actor, meta
@@ -42,8 +46,10 @@ def play(
     out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
     for i, (r, n) in enumerate(zip(returns, lengths), start=1):
         out.write(f"Episode {i}: length {int(n)}, return {r:.3f}\n")
-    out.write(f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {episodes} episodes "
-              f"(mean length {lengths.mean():.1f})\n")
+    out.write(
+        f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {episodes} episodes "
+        f"(mean length {lengths.mean():.1f})\n"
+    )
     if video:
         frames = render_episode(meta["env"], params, seed=seed, steps=steps)
         write_video(Path(video), frames, fps=round(1.0 / env.cfg.control_dt))
@@ -53,7 +59,6 @@ def play(
 
 def render_episode(env_name: str, params: dict, *, seed: int, steps: int, size: tuple[int, int] = (480, 640)):
     """Frames of episode 1 (same initial state as in `play`), rendered headless."""
-    os.environ.setdefault("MUJOCO_GL", "egl")
     import mujoco
 
     env = make_env(env_name, 1)

@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from ppolab.errors import UserError
-
 import datetime as dt
 import json
 import os
@@ -29,7 +27,9 @@ from typing import Any
 import yaml
 
 from ppolab import __version__
+from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, flag
+
 
 def atomic_write_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ppolab.errors import UserError
-
 import signal
 import sys
 import time
@@ -15,6 +13,7 @@ import numpy as np
 import torch
 
 from ppolab.envs import make_env
+from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
@@ -165,7 +164,10 @@ def train(
             console.line("Warming up observation normalization...")
             for w in range(WARMUP_ITERATIONS):
                 warm = sampler.sample(
-                    SamplingPolicy.params_of(actor), seed=seed, stream=WARMUP_STREAM, iteration=w,
+                    SamplingPolicy.params_of(actor),
+                    seed=seed,
+                    stream=WARMUP_STREAM,
+                    iteration=w,
                     steps=cfg.max_traj_len,
                 )
                 actor.norm.update(warm.obs)
@@ -174,7 +176,10 @@ def train(
         for itr in range(start_itr, cfg.n_itr):
             t0 = time.perf_counter()
             traj = sampler.sample(
-                SamplingPolicy.params_of(actor), seed=seed, stream=TRAIN_STREAM, iteration=itr,
+                SamplingPolicy.params_of(actor),
+                seed=seed,
+                stream=TRAIN_STREAM,
+                iteration=itr,
                 steps=cfg.max_traj_len,
             )
             t1 = time.perf_counter()

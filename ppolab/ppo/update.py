@@ -62,9 +62,7 @@ class Hyper:
 def make_optimizer(actor: Actor, critic: Critic, lr: float, eps: float) -> torch.optim.Adam:
     """One Adam over both networks (Adam is per-parameter, so this equals two) with one fused step."""
     fused = {"fused": True} if next(actor.parameters()).device.type in ("cpu", "cuda") else {}
-    return torch.optim.Adam(
-        [{"params": actor.parameters()}, {"params": critic.parameters()}], lr=lr, eps=eps, **fused
-    )
+    return torch.optim.Adam([{"params": actor.parameters()}, {"params": critic.parameters()}], lr=lr, eps=eps, **fused)
 
 
 def ppo_update(

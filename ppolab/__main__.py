@@ -1,0 +1,5 @@
+"""`python -m ppolab` is the same as the `ppolab` command."""
+
+from ppolab.cli.main import entry
+
+entry()

@@ -1,0 +1,73 @@
+"""A user mistake gets one clear line naming the flag and exit code 2, before any work starts."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import TINY, run_ppolab
+
+CASES = {
+    "unknown env": (["train", "--env", "pendulum"], "--env: unknown env 'pendulum'; choose one of: cartpole"),
+    "negative lr": (["train", "--env", "cartpole", "--lr", "-0.1"], "--lr: Input should be greater than 0"),
+    "not a number": (["train", "--env", "cartpole", "--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
+    "minibatch larger than batch": (
+        ["train", "--env", "cartpole", "--num-procs", "2", "--max-traj-len", "10", "--minibatch-size", "64"],
+        "minibatch_size 64 is larger than the batch (num_procs x num_envs_per_worker x max_traj_len = 20)",
+    ),
+    "gamma above one": (
+        ["train", "--env", "cartpole", "--gamma", "1.5"],
+        "--gamma: Input should be less than or equal to 1",
+    ),
+    "missing env": (["train", "--n-itr", "3"], "--env is required"),
+    "unknown flag": (["train", "--env", "cartpole", "--learning-rate", "1"], "unrecognized arguments: --learning-rate"),
+    "continued path missing": (
+        ["train", "--env", "cartpole", "--continued", "/nonexistent/actor.pt"],
+        "--continued: /nonexistent/actor.pt: no such file",
+    ),
+    "resume path missing": (["train", "--resume", "/nonexistent/run"], "--resume: /nonexistent/run is not a folder"),
+    "eval path missing": (["eval", "--path", "/nonexistent/run"], "--path: /nonexistent/run: no such file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_line_exit_2_no_traceback_no_run_folder(case, tmp_path):
+    args, expected = CASES[case]
+    if args[0] == "train":
+        args = [*args, "--logdir", str(tmp_path / "logs")] if "--resume" not in args else args
+    proc = run_ppolab(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
+
+
+def test_unreadable_continued_checkpoint(tmp_path):
+    bad = tmp_path / "actor.pt"
+    bad.write_bytes(b"this is not a checkpoint")
+    proc = run_ppolab("train", "--env", "cartpole", "--continued", str(bad), "--logdir", str(tmp_path / "logs"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"ppolab train: error: --continued: {bad}: "
+        "not a readable checkpoint (truncated, corrupt, or not saved by ppolab)"
+    )
+
+
+def test_resume_folder_without_checkpoint(tmp_path):
+    proc = run_ppolab("train", "--resume", str(tmp_path))
+    assert proc.returncode == 2
+    assert "last.pt is missing; no completed iteration to resume from" in proc.stderr
+
+
+def test_resume_refuses_to_change_the_configuration(trained_run):
+    proc = run_ppolab("train", "--resume", str(trained_run), "--lr", "0.1")
+    assert proc.returncode == 2
+    assert "drop --lr (only --n-itr may change)" in proc.stderr
+
+
+def test_continued_from_a_different_network_shape(trained_run, tmp_path):
+    proc = run_ppolab(
+        "train", *TINY, "--continued", str(trained_run), "--hidden-sizes", "32", "--logdir", str(tmp_path)
+    )
+    assert proc.returncode == 2
+    assert "does not match this network (check --hidden-sizes)" in proc.stderr

@@ -1,0 +1,79 @@
+"""--continued starts from pretrained weights; `ppolab eval` replays a saved policy, with a video if asked."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+from conftest import REPO, TINY, only_run_dir, run_ppolab
+
+
+def test_continued_starts_from_the_pretrained_actor_critic_and_normaliser(trained_run, tmp_path):
+    proc = run_ppolab(
+        "train", *TINY, "--n-itr", "1", "--seed", "5", "--continued", str(trained_run), "--logdir", str(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"Loaded pretrained actor from {trained_run / 'actor.pt'}" in proc.stdout
+    assert f"Loaded pretrained critic from {trained_run / 'critic.pt'}" in proc.stdout
+    assert "Warming up" not in proc.stdout  # the pretrained normaliser is kept, not re-estimated
+    before = torch.load(trained_run / "actor.pt", weights_only=True)["state_dict"]
+    after = torch.load(only_run_dir(tmp_path) / "actor_0.pt", weights_only=True)["state_dict"]
+    # one iteration later: normaliser statistics continued (count grew by one batch), weights moved a little
+    assert after["norm.count"].item() == before["norm.count"].item() + 100
+    w0, w1 = before["net.0.weight"], after["net.0.weight"]
+    assert not torch.equal(w0, w1) and torch.allclose(w0, w1, atol=0.05)
+
+
+def test_eval_prints_each_episode_and_the_mean(trained_run):
+    proc = run_ppolab("eval", "--path", str(trained_run), "--episodes", "3")
+    assert proc.returncode == 0, proc.stderr
+    episodes = re.findall(r"Episode (\d): length (\d+), return (-?\d+\.\d+)", proc.stdout)
+    assert [e[0] for e in episodes] == ["1", "2", "3"]
+    returns = np.array([float(e[2]) for e in episodes])
+    m = re.search(r"Mean return: (-?\d+\.\d+) \+- (\d+\.\d+) over 3 episodes", proc.stdout)
+    assert m and abs(float(m.group(1)) - returns.mean()) < 2e-3 and abs(float(m.group(2)) - returns.std()) < 2e-3
+
+
+def test_eval_is_deterministic_for_a_seed(trained_run):
+    a = run_ppolab("eval", "--path", str(trained_run / "actor_2.pt"), "--episodes", "2", "--seed", "4").stdout
+    b = run_ppolab("eval", "--path", str(trained_run / "actor_2.pt"), "--episodes", "2", "--seed", "4").stdout
+    assert a == b and "iteration 2" in a
+
+
+def test_eval_video_renders_offscreen_to_mp4(trained_run, tmp_path):
+    import imageio.v3 as iio
+
+    video = tmp_path / "episode.mp4"
+    proc = run_ppolab("eval", "--path", str(trained_run), "--episodes", "1", "--max-steps", "25", "--video", str(video))
+    assert proc.returncode == 0, proc.stderr
+    frames = iio.imread(video)
+    assert frames.shape[0] == 25 and frames.shape[1:] == (480, 640, 3)
+    assert frames[0].std() > 5  # a picture, not a blank frame
+    assert not np.array_equal(frames[0], frames[-1])  # things move
+
+
+def test_run_experiment_py_accepts_the_same_commands(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "run_experiment.py", "train", *TINY, "--n-itr", "1", "--logdir", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RAY_ADDRESS": ""},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Training finished." in proc.stdout
+    run_dir = only_run_dir(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "run_experiment.py", "eval", "--path", str(run_dir), "--episodes", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "Mean return:" in proc.stdout

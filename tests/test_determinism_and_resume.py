@@ -1,0 +1,89 @@
+"""Same seed, same metrics: across repeats, across process counts, and across an interrupted-then-resumed run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import REPO, TINY, only_run_dir, read_metrics, run_ppolab, without_timings
+
+
+def train(logdir, *extra):
+    proc = run_ppolab("train", *TINY, "--seed", "11", "--logdir", str(logdir), *extra)
+    assert proc.returncode == 0, proc.stderr
+    return only_run_dir(logdir)
+
+
+def test_same_seed_same_metrics_whatever_the_number_of_sampling_processes(tmp_path):
+    one = train(tmp_path / "a", "--n-itr", "3", "--sampler-procs", "1")
+    two = train(tmp_path / "b", "--n-itr", "3", "--sampler-procs", "2")
+    a, b = without_timings(read_metrics(one)), without_timings(read_metrics(two))
+    assert a == b
+    assert len({r["mean_eprew"] for r in a if r["type"] == "iteration"}) > 1  # it did something
+
+
+def test_different_seeds_differ(tmp_path):
+    a = train(tmp_path / "a", "--n-itr", "1")
+    proc = run_ppolab("train", *TINY, "--seed", "12", "--n-itr", "1", "--logdir", str(tmp_path / "b"))
+    assert proc.returncode == 0
+    assert without_timings(read_metrics(a)) != without_timings(read_metrics(only_run_dir(tmp_path / "b")))
+
+
+def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path):
+    full = train(tmp_path / "full", "--n-itr", "6")
+    part = train(tmp_path / "part", "--n-itr", "3")
+    proc = run_ppolab("train", "--resume", str(part), "--n-itr", "6")
+    assert proc.returncode == 0, proc.stderr
+    assert f"Resuming {part} at iteration 3" in proc.stdout
+    assert without_timings(read_metrics(part)) == without_timings(read_metrics(full))
+    log = (part / "train.log").read_text()
+    assert log.count("Training finished.") == 2  # the same log, appended to
+
+
+def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_path):
+    full = train(tmp_path / "full", "--n-itr", "12")
+    logdir = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "train", *TINY, "--seed", "11", "--n-itr", "400", "--logdir", str(logdir)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            runs = list(logdir.glob("*/metrics.jsonl")) if logdir.exists() else []
+            if runs and sum(1 for line in runs[0].read_text().splitlines() if '"iteration"' in line) >= 4:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    run_dir = only_run_dir(logdir)
+    resumed = run_ppolab("train", "--resume", str(run_dir), "--n-itr", "12")
+    assert resumed.returncode == 0, resumed.stderr
+    assert without_timings(read_metrics(run_dir)) == without_timings(read_metrics(full))
+
+
+def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "train", *TINY, "--seed", "1", "--n-itr", "1000", "--logdir", str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob("*/last.pt")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert out.splitlines()[-1].startswith("Training interrupted at iteration ")
+    run_dir = only_run_dir(tmp_path)
+    assert (run_dir / "last.pt").exists()

@@ -1,0 +1,72 @@
+"""GAE bootstrapping rules, normaliser statistics and slot-range sampling, checked against hand computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ppolab.envs import make_env
+from ppolab.ppo.policy import Actor, ObsNormalizer, SamplingPolicy
+from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.ppo.update import compute_gae
+
+
+def test_gae_bootstraps_time_outs_but_not_terminations():
+    g, lam = 0.9, 0.8
+    rewards = np.array([[1.0, 1.0], [1.0, 1.0]])
+    values = np.array([[0.5, 0.5], [0.5, 0.5]])
+    next_values = np.array([[0.5, 0.5], [2.0, 2.0]])  # env 0 times out at t=1 (V(final)=2), env 1 terminates
+    terminated = np.array([[False, False], [False, True]])
+    ended = np.array([[False, False], [True, True]])
+    adv, ret = compute_gae(rewards, values, next_values, terminated, ended, g, lam)
+    d1 = np.array([1 + g * 2.0 - 0.5, 1 - 0.5])
+    d0 = 1 + g * 0.5 - 0.5
+    assert np.allclose(adv[1], d1)
+    assert np.allclose(adv[0], d0 + g * lam * d1)
+    assert np.allclose(ret, adv + values)
+
+
+def test_gae_does_not_leak_across_episode_boundaries():
+    rewards = np.ones((3, 1))
+    values = np.zeros((3, 1))
+    ended = np.array([[True], [False], [True]])
+    adv, _ = compute_gae(rewards, values, np.zeros((3, 1)), ended, ended, 0.99, 0.95)
+    assert adv[0, 0] == 1.0
+
+
+def test_normaliser_merges_batches_exactly():
+    rng = np.random.default_rng(0)
+    data = rng.normal(3.0, 2.0, size=(1000, 4))
+    norm = ObsNormalizer(4)
+    for chunk in np.array_split(data, 7):
+        norm.update(chunk)
+    assert np.allclose(norm.mean.numpy(), data.mean(0))
+    assert np.allclose(norm.var.numpy(), data.var(0))
+    assert norm.count.item() == 1000
+
+
+def test_sampling_policy_matches_the_torch_actor():
+    torch.manual_seed(0)
+    norm = ObsNormalizer(5)
+    norm.update(np.random.default_rng(1).normal(size=(50, 5)))
+    actor = Actor(norm, 5, 1, [64, 64], 0.2, learn_std=True)
+    with torch.no_grad():
+        actor.net[-1].weight.normal_()
+    obs = np.random.default_rng(2).normal(size=(8, 5)).astype(np.float32)
+    expected, _ = actor(torch.from_numpy(obs))
+    got = SamplingPolicy(SamplingPolicy.params_of(actor))(obs)
+    assert np.allclose(got, expected.detach().numpy(), atol=1e-5)
+
+
+def test_a_slot_samples_the_same_trajectory_whichever_range_it_is_in():
+    actor = Actor(ObsNormalizer(5), 5, 1, [16], 0.3, learn_std=False)
+    params = SamplingPolicy.params_of(actor)
+    kw = dict(seed=7, stream=0, iteration=4, steps=30)
+    whole = collect(make_env("cartpole", 4), params, first_slot=0, total_slots=4, **kw)
+    parts = [
+        collect(make_env("cartpole", 1), params, first_slot=0, total_slots=4, **kw),
+        collect(make_env("cartpole", 3), params, first_slot=1, total_slots=4, **kw),
+    ]
+    split = Trajectories.concat(parts)
+    for name in Trajectories.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(whole, name), getattr(split, name))

@@ -1,0 +1,101 @@
+"""What a run leaves in its folder: config, command, metadata, metrics, TensorBoard events, checkpoints."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+import yaml
+from conftest import read_metrics
+
+METRIC_KEYS = {
+    "iteration",
+    "mean_eprew",
+    "mean_eplen",
+    "actor_loss",
+    "critic_loss",
+    "mirror_loss",
+    "kl",
+    "entropy",
+    "clip_fraction",
+    "noise_std",
+    "sample_time",
+    "optimizer_time",
+    "total_steps",
+    "total_time",
+    "fps",
+}
+
+
+def test_resolved_config_and_reproducing_command(trained_run):
+    cfg = yaml.safe_load((trained_run / "config.yaml").read_text())
+    assert cfg["env"] == "cartpole" and cfg["seed"] == 3 and cfg["n_itr"] == 4 and cfg["num_procs"] == 2
+    command = (trained_run / "command.txt").read_text()
+    assert command.startswith("ppolab train --env cartpole ")
+    for part in ("--seed 3", "--n-itr 4", "--num-procs 2", "--max-traj-len 50", "--minibatch-size 32"):
+        assert part in command
+
+
+def test_run_json_records_versions_and_git(trained_run):
+    meta = json.loads((trained_run / "run.json").read_text())
+    assert {"mujoco", "torch", "numpy", "python", "ppolab", "cpu_count"} <= set(meta["system"])
+    assert "git_commit" in meta and "git_dirty" in meta
+    assert meta["argv"]
+
+
+def test_metrics_jsonl_has_every_iteration_and_eval(trained_run):
+    records = read_metrics(trained_run)
+    iters = [r for r in records if r["type"] == "iteration"]
+    evals = [r for r in records if r["type"] == "eval"]
+    assert [r["iteration"] for r in iters] == [0, 1, 2, 3]
+    assert METRIC_KEYS <= set(iters[0])
+    assert [r["iteration"] for r in evals] == [0, 2, 3]
+    assert {"reward", "length", "time"} <= set(evals[0])
+    assert iters[-1]["total_steps"] == 400
+
+
+def test_tensorboard_event_file_holds_the_scalars(trained_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(trained_run))
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    assert {"charts/mean_eprew", "losses/kl", "losses/clip_fraction", "eval/reward"} <= set(tags)
+    assert [e.step for e in acc.Scalars("charts/mean_eprew")] == [0, 1, 2, 3]
+
+
+def test_checkpoints_are_state_dicts_loadable_without_pickled_code(trained_run):
+    names = {p.name for p in trained_run.glob("*.pt")}
+    assert {
+        "actor_0.pt",
+        "critic_0.pt",
+        "actor_2.pt",
+        "critic_2.pt",
+        "actor_3.pt",
+        "critic_3.pt",
+        "actor.pt",
+        "critic.pt",
+        "last.pt",
+    } <= names
+    actor = torch.load(trained_run / "actor.pt", weights_only=True)
+    assert actor["meta"]["kind"] == "actor" and actor["meta"]["env"] == "cartpole"
+    assert all(isinstance(v, torch.Tensor) for v in actor["state_dict"].values())
+    assert "norm.mean" in actor["state_dict"]  # the normaliser travels with the policy
+    last = torch.load(trained_run / "last.pt", weights_only=True)
+    assert last["iteration"] == 3 and last["total_steps"] == 400
+
+
+def test_best_checkpoint_is_the_best_eval(trained_run):
+    evals = [r for r in read_metrics(trained_run) if r["type"] == "eval"]
+    best = max(evals, key=lambda r: r["reward"])
+    actor = torch.load(trained_run / "actor.pt", weights_only=True)
+    assert actor["meta"]["iteration"] == best["iteration"]
+    assert abs(actor["meta"]["eval_reward"] - best["reward"]) < 1e-9
+
+
+def test_a_second_run_gets_its_own_folder(tmp_path):
+    from conftest import TINY, run_ppolab
+
+    for _ in range(2):
+        assert run_ppolab("train", *TINY, "--n-itr", "1", "--seed", "1", "--logdir", str(tmp_path)).returncode == 0
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
