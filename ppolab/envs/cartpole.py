@@ -48,6 +48,9 @@ def build_model(cfg: CartpoleConfig) -> mujoco.MjModel:
     spec = mujoco.MjSpec()
     spec.modelname = "cartpole"
     spec.option.timestep = cfg.physics_dt
+    # nothing collides and no joint is limited: skip collision detection and the constraint solver
+    spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    spec.memory = 64 * 1024  # a 2-dof model needs a few kB of arena, not MuJoCo's multi-MB default
     spec.worldbody.add_geom(
         type=mujoco.mjtGeom.mjGEOM_BOX,
         size=[cfg.rail_limit + 0.1, 0.01, 0.01],

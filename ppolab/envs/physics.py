@@ -20,6 +20,8 @@ class BatchPhysics:
         self.datas = [mujoco.MjData(model) for _ in range(num_envs)]
         self.qpos = np.zeros((num_envs, model.nq))
         self.qvel = np.zeros((num_envs, model.nv))
+        # views into each MjData's own memory, made once: the step loop does no attribute lookups
+        self._views = [(d, d.ctrl, d.qpos, d.qvel) for d in self.datas]
 
     @property
     def num_envs(self) -> int:
@@ -27,12 +29,12 @@ class BatchPhysics:
 
     def step(self, ctrl: np.ndarray) -> None:
         """Apply ctrl (num_envs, nu) for `substeps` physics steps, then refresh qpos/qvel."""
-        m, k = self.model, self.substeps
-        for i, d in enumerate(self.datas):
-            d.ctrl[:] = ctrl[i]
-            mujoco.mj_step(m, d, k)
-            self.qpos[i] = d.qpos
-            self.qvel[i] = d.qvel
+        m, k, step = self.model, self.substeps, mujoco.mj_step
+        for i, (d, c, q, v) in enumerate(self._views):
+            c[:] = ctrl[i]
+            step(m, d, k)
+            self.qpos[i] = q
+            self.qvel[i] = v
 
     def set_state(self, i: int, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Reset env i to the given joint state (time, controls and warmstart cleared)."""

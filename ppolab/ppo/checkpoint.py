@@ -34,7 +34,9 @@ def atomic_save(obj: Any, path: Path) -> None:
 
 
 def save_policy(path: Path, module: torch.nn.Module, meta: dict) -> None:
-    atomic_save({"state_dict": module.state_dict(), "meta": meta}, path)
+    # clone: parameters are views into the optimiser's flat buffer, which torch.save would store whole
+    state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    atomic_save({"state_dict": state, "meta": meta}, path)
 
 
 def load(path: Path) -> dict:

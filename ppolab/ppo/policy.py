@@ -136,7 +136,10 @@ class SamplingPolicy:
             }
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        h = np.clip((obs - self.mean) * self.inv_std, -self.clip, self.clip)
+        h = obs - self.mean
+        h *= self.inv_std
+        np.minimum(h, self.clip, out=h)
+        np.maximum(h, -self.clip, out=h)
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             h = h @ w

@@ -85,6 +85,7 @@ def collect(
     padded = np.zeros((total_slots, obs_dim), np.float32)
     ep_ret = np.zeros(n)
     ep_len = np.zeros(n, np.int64)
+    last = steps - 1
     for t in range(steps):
         padded[lo:hi] = obs
         action = policy(padded)[lo:hi] + noise[t]
@@ -93,8 +94,10 @@ def collect(
         obs, reward, terminated = env.step(action)
         ep_ret += reward
         ep_len += 1
-        finished = terminated | (ep_len >= steps)
-        ended = finished | (t == steps - 1)
+        if t < last:  # the horizon equals `steps`, so only the last step can time out
+            finished = ended = terminated
+        else:
+            finished, ended = terminated | (ep_len >= steps), np.ones(n, bool)
         out.rewards[t] = reward
         out.terminated[t] = terminated
         out.ended[t] = ended
@@ -102,7 +105,7 @@ def collect(
             out.final_obs[t, ended] = obs[ended]
             out.ep_return[t, finished] = ep_ret[finished]
             out.ep_length[t, finished] = ep_len[finished]
-            if t < steps - 1:
+            if t < last:
                 for i in np.flatnonzero(ended):
                     env.reset_one(i, rngs[i])
                 ep_ret[ended] = 0.0

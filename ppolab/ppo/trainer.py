@@ -21,7 +21,7 @@ from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, SamplingPolicy, gaus
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, system_info, write_run_files
 from ppolab.ppo.sampler import LocalSampler
-from ppolab.ppo.update import Batch, Hyper, compute_gae, make_optimizer, ppo_update
+from ppolab.ppo.update import Batch, FlatAdam, Hyper, compute_gae, ppo_update
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
@@ -106,7 +106,7 @@ def train(
         notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
     actor.to(device)
     critic.to(device)
-    optimizer = make_optimizer(actor, critic, cfg.lr, cfg.eps)
+    optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
 
     start_itr, total_steps, prior_time, best = 0, 0, 0.0, None
     if resume_dir is not None:

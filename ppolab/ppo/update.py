@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
 from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_kl, gaussian_log_prob
 
@@ -59,20 +58,66 @@ class Hyper:
     max_grad_norm: float
 
 
-def make_optimizer(actor: Actor, critic: Critic, lr: float, eps: float) -> torch.optim.Adam:
-    """One Adam over both networks (Adam is per-parameter, so this equals two) with one fused step."""
-    fused = {"fused": True} if next(actor.parameters()).device.type in ("cpu", "cuda") else {}
-    return torch.optim.Adam([{"params": actor.parameters()}, {"params": critic.parameters()}], lr=lr, eps=eps, **fused)
+class FlatAdam:
+    """Adam (Kingma & Ba, as torch.optim.Adam computes it) over actor and critic held in one flat buffer.
+
+    On small networks the per-tensor, per-call overhead of torch.optim.Adam,
+    clip_grad_norm_ and zero_grad (a dozen tensors, a few microseconds each,
+    ~0.7 ms per minibatch here) costs more than the arithmetic. Here every
+    parameter is a view into one flat tensor, its gradient a view into one flat
+    gradient, and a step is seven in-place ops. Module parameters keep their
+    shapes and names, so state dicts and checkpoints are unchanged.
+    """
+
+    def __init__(self, actor: Actor, critic: Critic, lr: float, eps: float, betas=(0.9, 0.999)) -> None:
+        params = [*actor.parameters(), *critic.parameters()]
+        n_actor = sum(p.numel() for p in actor.parameters())
+        self.flat = torch.cat([p.detach().reshape(-1) for p in params])
+        self.grad = torch.zeros_like(self.flat)
+        offset = 0
+        for p in params:
+            n = p.numel()
+            p.data = self.flat[offset : offset + n].view_as(p)
+            p.grad = self.grad[offset : offset + n].view_as(p)  # backward accumulates into it in place
+            offset += n
+        self.grads = (self.grad[:n_actor], self.grad[n_actor:])
+        self.lr, self.eps, self.betas = lr, eps, betas
+        self.step_count = 0
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+
+    def zero_grad(self) -> None:
+        self.grad.zero_()
+
+    @torch.no_grad()
+    def step(self, max_grad_norm: float) -> None:
+        """Clip each network's gradient to max_grad_norm (its global norm), then take one Adam step."""
+        for g in self.grads:
+            g.mul_((max_grad_norm / (torch.linalg.vector_norm(g) + 1e-6)).clamp(max=1.0))
+        b1, b2 = self.betas
+        self.step_count += 1
+        bias1, bias2 = 1 - b1**self.step_count, 1 - b2**self.step_count
+        self.exp_avg.lerp_(self.grad, 1 - b1)
+        self.exp_avg_sq.mul_(b2).addcmul_(self.grad, self.grad, value=1 - b2)
+        denom = self.exp_avg_sq.sqrt().div_(bias2**0.5).add_(self.eps)
+        self.flat.addcdiv_(self.exp_avg, denom, value=-self.lr / bias1)
+
+    def state_dict(self) -> dict:
+        return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step_count = int(state["step"])
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])
 
 
 def ppo_update(
-    actor: Actor, critic: Critic, optimizer: torch.optim.Optimizer, b: Batch, hp: Hyper, rng: np.random.Generator
+    actor: Actor, critic: Critic, optimizer: FlatAdam, b: Batch, hp: Hyper, rng: np.random.Generator
 ) -> dict[str, float]:
     """Run the epochs; return the metrics printed in the iteration table."""
     n = b.obs.shape[0]
     advantages = (b.advantages - b.advantages.mean()) / (b.advantages.std() + 1e-8)
-    actor_params, critic_params = list(actor.parameters()), list(critic.parameters())
-    actor_losses, critic_losses, clipfracs = [], [], []
+    actor_losses, critic_losses, ratios = [], [], []
     for _ in range(hp.epochs):
         perm = torch.from_numpy(rng.permutation(n))
         # shuffle once per epoch, then take contiguous minibatches: no gather per minibatch
@@ -88,16 +133,14 @@ def ppo_update(
             entropy = gaussian_entropy(std).mean()
             critic_loss = 0.5 * ((critic.head(b_obs[mb]) - b_returns[mb]) ** 2).mean()
 
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             # disjoint parameters: one backward serves both networks
             (pg_loss - hp.entropy_coeff * entropy + critic_loss).backward()
-            nn.utils.clip_grad_norm_(actor_params, hp.max_grad_norm)
-            nn.utils.clip_grad_norm_(critic_params, hp.max_grad_norm)
-            optimizer.step()
+            optimizer.step(hp.max_grad_norm)
 
             actor_losses.append(pg_loss.detach())
             critic_losses.append(critic_loss.detach())
-            clipfracs.append(((ratio.detach() - 1.0).abs() > hp.clip).float().mean())
+            ratios.append(ratio.detach())
 
     with torch.no_grad():
         mean, std = actor.head(b.obs)
@@ -108,6 +151,6 @@ def ppo_update(
         "critic_loss": torch.stack(critic_losses).mean().item(),
         "kl": kl.item(),
         "entropy": entropy.item(),
-        "clip_fraction": torch.stack(clipfracs).mean().item(),
+        "clip_fraction": ((torch.cat(ratios) - 1.0).abs() > hp.clip).float().mean().item(),
         "noise_std": std.mean().item(),
     }

@@ -1,0 +1,205 @@
+"""Speed benchmark for `ppolab train` on cartpole, in the learning bar's configuration.
+
+Reports env steps per second for sampling alone (all cores, as training samples)
+and for the whole training loop, and where the time goes in one sampling
+process: physics (mj_step), env Python code, policy inference and the sampler's
+bookkeeping; and the minibatch update.
+
+    python benchmarks/speed.py [--iterations 20] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ppolab.envs import make_env
+from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.policy import SamplingPolicy
+from ppolab.ppo.rollout import collect
+from ppolab.ppo.sampler import LocalSampler, available_cores
+from ppolab.ppo.trainer import build_networks
+from ppolab.ppo.update import Batch, FlatAdam, Hyper, ppo_update
+
+BAR = [
+    "--env",
+    "cartpole",
+    "--std-dev",
+    "0.15",
+    "--learn-std",
+    "--entropy-coeff",
+    "0.01",
+    "--minibatch-size",
+    "256",
+    "--max-traj-len",
+    "500",
+    "--num-procs",
+    "12",
+]
+
+
+def bar_config() -> TrainConfig:
+    return TrainConfig(
+        env="cartpole",
+        std_dev=0.15,
+        learn_std=True,
+        entropy_coeff=0.01,
+        minibatch_size=256,
+        max_traj_len=500,
+        num_procs=12,
+    )
+
+
+def best_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def sampling(cfg: TrainConfig, params: dict, repeats: int) -> dict:
+    sampler = LocalSampler(cfg.env, cfg.num_slots)
+    try:
+        sampler.sample(params, seed=0, stream=0, iteration=0, steps=cfg.max_traj_len)  # warm up workers
+        k = iter(range(1, 10**6))
+        seconds = best_of(
+            lambda: sampler.sample(params, seed=0, stream=0, iteration=next(k), steps=cfg.max_traj_len), repeats
+        )
+    finally:
+        sampler.close()
+    return {"processes": sampler.procs, "seconds_per_iteration": seconds, "steps_per_s": cfg.batch_size / seconds}
+
+
+def breakdown(cfg: TrainConfig, params: dict, slots: int, repeats: int) -> dict:
+    """One sampling process's share (`slots` envs), split into its parts, in seconds per iteration."""
+    steps = cfg.max_traj_len
+    env = make_env(cfg.env, slots)
+    total = best_of(
+        lambda: collect(
+            env, params, seed=0, stream=0, iteration=0, first_slot=0, total_slots=cfg.num_slots, steps=steps
+        ),
+        repeats,
+    )
+    ctrl = np.zeros((slots, env.act_dim))
+    physics = best_of(lambda: [env.physics.step(ctrl) for _ in range(steps)], repeats)
+    env_step = best_of(lambda: [env.step(ctrl) for _ in range(steps)], repeats)
+    policy = SamplingPolicy(params)
+    padded = np.zeros((cfg.num_slots, env.obs_dim), np.float32)
+    inference = best_of(lambda: [policy(padded) for _ in range(steps)], repeats)
+    return {
+        "slots": slots,
+        "total": total,
+        "physics": physics,
+        "env_python": env_step - physics,
+        "inference": inference,
+        "sampler_bookkeeping": total - env_step - inference,
+    }
+
+
+def update(cfg: TrainConfig, repeats: int) -> dict:
+    torch.set_num_threads(1)
+    actor, critic = build_networks(cfg, 5, 1)
+    opt = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+    n = cfg.batch_size
+    obs, actions = torch.randn(n, 5), torch.randn(n, 1) * 0.1
+    with torch.no_grad():
+        mean, std = actor.head(obs)
+    b = Batch(obs, actions, torch.zeros(n), torch.randn(n), torch.randn(n), mean, std.expand_as(mean))
+    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
+    seconds = best_of(lambda: ppo_update(actor, critic, opt, b, hp, np.random.default_rng(0)), repeats)
+    minibatches = cfg.epochs * -(-n // cfg.minibatch_size)
+    return {
+        "seconds_per_iteration": seconds,
+        "minibatches": minibatches,
+        "ms_per_minibatch": 1e3 * seconds / minibatches,
+    }
+
+
+def end_to_end(iterations: int) -> dict:
+    with tempfile.TemporaryDirectory() as logdir:
+        cmd = [
+            sys.executable,
+            "-m",
+            "ppolab",
+            "train",
+            *BAR,
+            "--n-itr",
+            str(iterations),
+            "--seed",
+            "1",
+            "--eval-freq",
+            str(10**6),
+            "--logdir",
+            logdir,
+        ]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
+        path = next(Path(logdir).glob("*/metrics.jsonl"))
+        recs = [json.loads(line) for line in path.read_text().splitlines()]
+    its = [r for r in recs if r["type"] == "iteration"][2:]  # skip start-up iterations
+    sample = float(np.median([r["sample_time"] for r in its]))
+    optim = float(np.median([r["optimizer_time"] for r in its]))
+    wall = (its[-1]["total_time"] - its[0]["total_time"]) / (len(its) - 1)
+    steps = its[0]["steps"]
+    return {
+        "median_sample_s": sample,
+        "median_optimizer_s": optim,
+        "other_s": wall - sample - optim,
+        "seconds_per_iteration": wall,
+        "steps_per_s": steps / wall,
+        "fps_reported_at_end": recs[-1]["fps"] if recs[-1]["type"] == "iteration" else its[-1]["fps"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--iterations", type=int, default=20, help="training iterations for the end-to-end figure")
+    ap.add_argument("--repeats", type=int, default=5, help="repeats per micro-measurement (best is kept)")
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+
+    cfg = bar_config()
+    actor, _ = build_networks(cfg, 5, 1)
+    params = SamplingPolicy.params_of(actor)
+    cores = available_cores()
+    result = {
+        "machine": {"cores": cores, "date": time.strftime("%Y-%m-%d")},
+        "sampling": sampling(cfg, params, args.repeats),
+        "breakdown_one_process": breakdown(cfg, params, -(-cfg.num_slots // min(cores, cfg.num_slots)), args.repeats),
+        "update": update(cfg, args.repeats),
+        "end_to_end": end_to_end(args.iterations),
+    }
+    s, e, b, u = result["sampling"], result["end_to_end"], result["breakdown_one_process"], result["update"]
+    print(f"cartpole, batch {cfg.batch_size} ({cfg.num_procs} workers x {cfg.max_traj_len} steps), {cores} cores")
+    print(
+        f"sampling alone : {s['steps_per_s']:>9,.0f} env steps/s ({s['processes']} processes, "
+        f"{s['seconds_per_iteration'] * 1e3:.0f} ms per iteration)"
+    )
+    print(
+        f"end to end     : {e['steps_per_s']:>9,.0f} env steps/s ({e['seconds_per_iteration'] * 1e3:.0f} ms per "
+        f"iteration: sampling {e['median_sample_s'] * 1e3:.0f}, update {e['median_optimizer_s'] * 1e3:.0f}, "
+        f"other {e['other_s'] * 1e3:.0f})"
+    )
+    print(f"one sampling process, {b['slots']} envs x {cfg.max_traj_len} steps, ms per iteration:")
+    for key in ("physics", "env_python", "inference", "sampler_bookkeeping", "total"):
+        print(f"  {key:<20} {b[key] * 1e3:7.1f}")
+    print(
+        f"update: {u['seconds_per_iteration'] * 1e3:.0f} ms per iteration, {u['minibatches']} minibatches, "
+        f"{u['ms_per_minibatch']:.2f} ms each"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
