@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 
 # Headless OpenGL (EGL) for `ppolab eval --video`; needs root and apt, skipped otherwise.
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  if ! ldconfig -p | grep -q 'libEGL.so.1' || ! ldconfig -p | grep -q 'libGLX_mesa.so.0'; then
-    echo "== installing Debian packages for headless rendering"
+  if ! ldconfig -p | grep -q 'libEGL.so.1' || ! ldconfig -p | grep -q 'libEGL_mesa.so.0'; then
+    echo "== installing Debian packages for headless rendering (EGL, Mesa)"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libgl1-mesa-dri libglx-mesa0 >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null
   fi
 fi
 

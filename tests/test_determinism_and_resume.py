@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -41,6 +42,8 @@ def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path):
     assert without_timings(read_metrics(part)) == without_timings(read_metrics(full))
     log = (part / "train.log").read_text()
     assert log.count("Training finished.") == 2  # the same log, appended to
+    resumed = json.loads((part / "run.json").read_text())["resumed"]
+    assert [r["iteration"] for r in resumed] == [3]
 
 
 def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_path):

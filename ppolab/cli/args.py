@@ -22,6 +22,9 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+METAVARS = {int: "N", float: "X"}
+
+
 def _base_type(annotation: Any) -> Any:
     """`int | None` -> int; `list[int]` -> (list, int); Literal -> (Literal, choices)."""
     origin = typing.get_origin(annotation)
@@ -51,13 +54,18 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
             else:
                 parser.add_argument(flag(name), action="store_true", help=help_text, **common)
             continue
-        default = "required" if field.is_required() else f"default: {field.default}"
+        if field.is_required():
+            help_text += " (required)"
+        elif field.default is not None:  # a None default is explained by the description itself
+            shown = " ".join(map(str, field.default)) if isinstance(field.default, list) else field.default
+            help_text += f" (default: {shown})"
         if isinstance(kind, tuple) and kind[0] is list:
-            parser.add_argument(flag(name), nargs="+", type=kind[1], help=f"{help_text} ({default})", **common)
+            parser.add_argument(flag(name), nargs="+", type=kind[1], metavar="N", help=help_text, **common)
         elif isinstance(kind, tuple):
-            parser.add_argument(flag(name), choices=kind[1], help=f"{help_text} ({default})", **common)
+            parser.add_argument(flag(name), choices=kind[1], help=help_text, **common)
         else:
-            parser.add_argument(flag(name), type=kind, metavar=name.upper(), help=f"{help_text} ({default})", **common)
+            metavar = METAVARS.get(kind, name.split("_")[-1].upper())
+            parser.add_argument(flag(name), type=kind, metavar=metavar, help=help_text, **common)
 
 
 def validation_message(exc: ValidationError) -> str:

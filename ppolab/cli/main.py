@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")
         return 2
+    except KeyboardInterrupt:  # before training started, or during eval: nothing to save
+        sys.stderr.write(f"ppolab {ns.command}: interrupted\n")
+        return 130
 
 
 def entry() -> None:

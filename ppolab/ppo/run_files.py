@@ -129,6 +129,19 @@ def write_run_files(run_dir: Path, cfg: TrainConfig, system: dict[str, Any]) -> 
     atomic_write_text(run_dir / "run.json", json.dumps(meta, indent=2) + "\n")
 
 
+def record_resume(run_dir: Path, iteration: int) -> None:
+    """Append a resume event to run.json: when, at which iteration, with which command line."""
+    path = run_dir / "run.json"
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        meta = {}
+    meta.setdefault("resumed", []).append(
+        {"at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), "iteration": iteration, "argv": sys.argv}
+    )
+    atomic_write_text(path, json.dumps(meta, indent=2) + "\n")
+
+
 def load_config(run_dir: Path) -> TrainConfig:
     path = run_dir / "config.yaml"
     try:

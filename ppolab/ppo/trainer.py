@@ -19,7 +19,7 @@ from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
 from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, SamplingPolicy, gaussian_log_prob
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
-from ppolab.ppo.run_files import MetricsLog, create_run_dir, system_info, write_run_files
+from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, compute_gae, ppo_update
 
@@ -123,6 +123,8 @@ def train(
     system = system_info()
     if resume_dir is None:
         write_run_files(run_dir, cfg, system)
+    else:
+        record_resume(run_dir, start_itr)
 
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
