@@ -49,12 +49,53 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--video", metavar="FILE.mp4", help="render the first episode offscreen to this file")
 
 
+SWEEP_HELP = """Plan and run a sweep: a sweep.yaml with a hypothesis and named runs (see
+experiments/sweeps/example/sweep.yaml). Without a flag: validate, show the plan, ask
+for approval, then run the jobs one at a time, recording state.json after every
+run. Launching again resumes: done runs are skipped, interrupted ones continue
+from their last checkpoint.
+
+examples:
+  ppolab sweep experiments/sweeps/example --dry-run
+  ppolab sweep experiments/sweeps/example --yes
+  ppolab sweep example --status          # a name is looked up under experiments/sweeps
+  ppolab sweep --list
+"""
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="plan, run and follow a series of training runs",
+        description=SWEEP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sweep_dir", nargs="?", metavar="SWEEP_DIR", help="sweep folder (or its name under --root)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--info", action="store_true", help="show metadata, hypothesis, run count, estimated steps")
+    mode.add_argument("--dry-run", action="store_true", help="validate and print the plan; change nothing")
+    mode.add_argument("--status", action="store_true", help="one row per run: state, iteration, elapsed, ETA")
+    mode.add_argument("--list", action="store_true", help="every sweep under --root with done/total")
+    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
+    p.add_argument("--detach", action="store_true", help="run in the background; follow with --status")
+    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="extra attempts for a failed or interrupted run (default: 2)",
+    )
+    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+
+
 def make_parser() -> Parser:
     parser = Parser(prog="ppolab", description="Fast PPO for MuJoCo robot tasks, and experiment tooling.")
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_train(sub)
     _add_eval(sub)
+    _add_sweep(sub)
     return parser
 
 
@@ -111,11 +152,74 @@ def run_eval(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _find_sweep(ns: argparse.Namespace) -> Path:
+    if not ns.sweep_dir:
+        raise UserError("SWEEP_DIR is required (or --list)")
+    path = Path(ns.sweep_dir)
+    if not path.exists() and (Path(ns.root) / ns.sweep_dir).exists():
+        path = Path(ns.root) / ns.sweep_dir
+    if not path.is_dir():
+        raise UserError(f"{path}: no such sweep folder (see ppolab sweep --list)")
+    return path
+
+
+def run_sweep_cmd(ns: argparse.Namespace) -> int:
+    import subprocess
+
+    from ppolab.experiments import display
+    from ppolab.experiments.plan import duplicate_names, expand
+    from ppolab.experiments.runner import run_sweep
+    from ppolab.experiments.spec import load_sweep
+
+    if ns.list:
+        print(display.sweep_list(Path(ns.root)))
+        return 0
+    sweep_dir = _find_sweep(ns)
+    spec = load_sweep(sweep_dir)
+    planned = expand(spec, sweep_dir)
+    dupes = duplicate_names(planned)
+    if dupes:
+        raise UserError(f"{sweep_dir}: runs expand to the same name '{dupes[0]}'; rename a run")
+    if ns.max_retries < 0:
+        raise UserError("--max-retries: must be 0 or more")
+    if ns.info:
+        print(display.info(spec, planned, sweep_dir))
+        return 0
+    if ns.status:
+        print(display.status(sweep_dir, planned))
+        return 0
+    print(display.info(spec, planned, sweep_dir))
+    print(display.plan_table(planned))
+    if ns.dry_run:
+        return 0
+    if not ns.yes:
+        if not sys.stdin.isatty():
+            raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
+        answer = input(f"Launch {len(planned)} runs, one at a time? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("Not launched.")
+            return 1
+    if ns.detach:
+        log = open(sweep_dir / "sweep.log", "a")
+        argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]
+        proc = subprocess.Popen(
+            argv + (["--no-wait"] if ns.no_wait else []),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
+        print(f"Follow it: ppolab sweep {sweep_dir} --status   (log: {sweep_dir / 'sweep.log'})")
+        return 0
+    return run_sweep(sweep_dir, spec.metadata.name, planned, wait_for_lock=not ns.no_wait, max_retries=ns.max_retries)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     ns = parser.parse_args(argv)
     try:
-        return {"train": run_train, "eval": run_eval}[ns.command](ns)
+        return {"train": run_train, "eval": run_eval, "sweep": run_sweep_cmd}[ns.command](ns)
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")
         return 2

@@ -1,0 +1,97 @@
+"""From a sweep file to the ordered list of training jobs it asks for.
+
+Each run of the file expands to the product of its grid, then once per seed.
+Expanded names encode their values: run `gamma0995` with seeds [1, 2] gives
+`gamma0995-s1` and `gamma0995-s2`; a grid over lr adds `-lr00003`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ppolab.experiments.spec import SweepSpec
+from ppolab.ppo.config import TrainConfig, flag
+
+RUNS_DIR = "runs"
+LOGS_DIR = "logs"
+
+
+@dataclass
+class PlannedRun:
+    name: str
+    key: str  # the run's key in the sweep file (A, B, ...)
+    description: str
+    config: dict[str, Any]  # train flags (snake_case), defaults applied
+    changes: dict[str, Any]  # flags that differ from the sweep's defaults
+    timeout: float | None = None
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+
+def _tag(value: Any) -> str:
+    return str(value).replace(".", "").replace("-", "m").replace(" ", "")
+
+
+def train_argv(config: dict[str, Any], logdir: Path, run_name: str) -> list[str]:
+    """The exact `ppolab train` command line for one run."""
+    argv = ["ppolab", "train"]
+    for name, value in config.items():
+        if isinstance(value, bool):
+            default = TrainConfig.model_fields[name].default
+            if value != default:
+                argv.append(flag(name) if value else "--no-" + name.replace("_", "-"))
+        elif isinstance(value, list):
+            argv += [flag(name), *map(str, value)]
+        elif value is not None:
+            argv += [flag(name), str(value)]
+    return [*argv, "--logdir", str(logdir), "--run-name", run_name]
+
+
+def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
+    """Every job of the sweep, in file order, grid values then seeds innermost."""
+    planned: list[PlannedRun] = []
+    for key, run in spec.runs.items():
+        seeds = run.seeds if run.seeds is not None else spec.seeds
+        grid_names = list(run.grid)
+        for values in itertools.product(*(run.grid[n] for n in grid_names)):
+            point = dict(zip(grid_names, values))
+            base = run.name + "".join(f"-{n.replace('_', '')}{_tag(v)}" for n, v in point.items())
+            for seed in seeds if seeds else [None]:
+                config = {**spec.defaults, **run.config, **point}
+                if seed is not None:
+                    config["seed"] = seed
+                name = f"{base}-s{seed}" if seed is not None else base
+                changes = {k: v for k, v in config.items() if k not in spec.defaults or spec.defaults[k] != v}
+                changes.pop("experiment_tag", None)
+                planned.append(
+                    PlannedRun(
+                        name=name,
+                        key=key,
+                        description=run.description,
+                        config=config,
+                        changes=changes,
+                        timeout=run.timeout or spec.timeout,
+                        argv=train_argv(config, sweep_dir / RUNS_DIR, name),
+                    )
+                )
+    return planned
+
+
+def duplicate_names(planned: list[PlannedRun]) -> list[str]:
+    seen: set[str] = set()
+    return [p.name for p in planned if p.name in seen or seen.add(p.name)]
+
+
+def total_steps(planned: list[PlannedRun]) -> int:
+    steps = 0
+    for p in planned:
+        cfg = TrainConfig(**p.config)
+        steps += cfg.n_itr * cfg.batch_size
+    return steps

@@ -1,0 +1,179 @@
+"""The sweep file, `experiments/sweeps/<name>/sweep.yaml`: schema, interpolation and validation.
+
+    metadata:                      # name, description, hypothesis, experiment_tag_prefix
+      name: "gamma-ablation"
+      hypothesis: "gamma 0.995 reaches 450 eval reward sooner than 0.99"
+      experiment_tag_prefix: "gamma-ablation"
+    defaults: {env: cartpole, n_itr: 300}   # `ppolab train` flags in snake_case, for every run
+    seeds: [1, 2]                  # optional: every run once per seed (a run may set its own)
+    timeout: 3600                  # optional: seconds a run may take before it is stopped
+    runs:
+      A: {name: control, description: "...", config: {experiment_tag: "${metadata.experiment_tag_prefix}-A"}}
+      B: {name: gamma0995, config: {gamma: 0.995}, grid: {lr: [1.0e-4, 3.0e-4]}}
+
+`${...}` interpolation (OmegaConf) works over the whole file. Every mistake is
+reported as `FILE:LINE: what is wrong; how to fix it`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ppolab.errors import UserError
+from ppolab.ppo.config import TrainConfig
+
+SWEEP_FILE = "sweep.yaml"
+NOT_IN_SWEEPS = {"logdir", "run_name", "continued"}  # set per run by the runner, not by the file
+
+
+class Metadata(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    hypothesis: str = ""
+    experiment_tag_prefix: str = ""
+
+
+class RunSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    seeds: list[int] | None = None
+    timeout: float | None = Field(None, gt=0)
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metadata: Metadata
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    seeds: list[int] | None = None
+    timeout: float | None = Field(None, gt=0)
+    runs: dict[str, RunSpec] = Field(min_length=1)
+
+
+def _line_index(text: str) -> dict[tuple[str, ...], int]:
+    """1-based line of every key path in the YAML document."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                p = (*path, str(key.value))
+                lines[p] = key.start_mark.line + 1
+                walk(value, p)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*path, str(i))] = item.start_mark.line + 1
+                walk(item, (*path, str(i)))
+
+    walk(yaml.compose(text), ())
+    return lines
+
+
+class _Locator:
+    def __init__(self, path: Path, lines: dict[tuple[str, ...], int]) -> None:
+        self.path, self.lines = path, lines
+
+    def error(self, keys: tuple[Any, ...], message: str) -> UserError:
+        keys = tuple(str(k) for k in keys)
+        while keys and keys not in self.lines:
+            keys = keys[:-1]
+        line = self.lines.get(keys, 1)
+        return UserError(f"{self.path}:{line}: {message}")
+
+
+def _closest(word: str, options: list[str]) -> str:
+    match = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
+    return f"; did you mean '{match[0]}'?" if match else f"; valid keys: {', '.join(sorted(options))}"
+
+
+def load_sweep(sweep_dir: Path) -> SweepSpec:
+    """Read, interpolate and validate a sweep file; every failure is one UserError naming file and line."""
+    path = sweep_dir / SWEEP_FILE if sweep_dir.is_dir() else sweep_dir
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; a sweep folder holds a {SWEEP_FILE}") from None
+    try:
+        raw = yaml.safe_load(text)
+        loc = _Locator(path, _line_index(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise UserError(f"{path}:{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}:1: a sweep file is a mapping with metadata, defaults and runs")
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+    except OmegaConfBaseException as exc:
+        key = tuple(str(exc.full_key).split(".")) if getattr(exc, "full_key", None) else ()
+        detail = str(exc).splitlines()[0]
+        raise loc.error(key, f"interpolation failed: {detail}; point ${{...}} at an existing key") from None
+    try:
+        spec = SweepSpec(**resolved)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        keys = err["loc"]
+        if err["type"] == "extra_forbidden":
+            model = Metadata if keys[0] == "metadata" else RunSpec if keys[0] == "runs" else SweepSpec
+            raise loc.error(
+                keys, f"unknown key '{keys[-1]}'{_closest(str(keys[-1]), list(model.model_fields))}"
+            ) from None
+        where = ".".join(map(str, keys))
+        raise loc.error(keys, f"{where}: {err['msg']}") from None
+    seen: dict[str, str] = {}
+    for key, run in spec.runs.items():
+        if run.name in seen:
+            raise loc.error(
+                ("runs", key, "name"), f"duplicate run name '{run.name}' (also run {seen[run.name]}); rename one"
+            )
+        seen[run.name] = key
+    _check_train_keys(spec, loc)
+    return spec
+
+
+def _check_train_keys(spec: SweepSpec, loc: _Locator) -> None:
+    """defaults, config and grid hold `ppolab train` flags: check names, types and the env."""
+    allowed = [k for k in TrainConfig.model_fields if k not in NOT_IN_SWEEPS]
+    sections: list[tuple[tuple[str, ...], dict]] = [(("defaults",), spec.defaults)]
+    for key, run in spec.runs.items():
+        sections += [(("runs", key, "config"), run.config), (("runs", key, "grid"), run.grid)]
+    for where, values in sections:
+        for name in values:
+            if name not in allowed:
+                hint = " (the runner sets it)" if name in NOT_IN_SWEEPS else _closest(name, allowed)
+                raise loc.error((*where, name), f"unknown train flag '{name}'{hint}")
+    for key, run in spec.runs.items():
+        for name, values in run.grid.items():
+            if not values:
+                raise loc.error(("runs", key, "grid", name), f"grid '{name}' is empty; list at least one value")
+            for v in values:
+                _check_value(loc, ("runs", key, "grid", name), {**spec.defaults, **run.config, name: v})
+        _check_value(loc, ("runs", key, "config"), {**spec.defaults, **run.config})
+
+
+def _check_value(loc: _Locator, where: tuple[str, ...], values: dict) -> None:
+    try:
+        TrainConfig(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else ""
+        if name and where[-1] != name and name in values:
+            section = where if where[-1] in ("config", "grid") else where[:-1]
+            keys = (*section, name) if (*section, name) in loc.lines else ("defaults", name)
+        else:
+            keys = where
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            raise loc.error(where, f"'{name}' is required; set it under defaults or the run's config") from None
+        got = f" (got {err['input']!r})" if name else ""
+        raise loc.error(keys, f"{name or 'config'}: {msg}{got}") from None

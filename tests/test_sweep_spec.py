@@ -1,0 +1,133 @@
+"""Sweep files: interpolation, seeds and grids expand as documented; every mistake is one line with file and line."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import run_ppolab
+
+from ppolab.errors import UserError
+from ppolab.experiments.plan import expand
+from ppolab.experiments.spec import load_sweep
+
+GOOD = """\
+metadata:
+  name: "gamma-ablation"
+  hypothesis: "gamma 0.995 helps"
+  experiment_tag_prefix: "gamma-ablation"
+defaults:
+  env: cartpole
+  n_itr: 300
+runs:
+  A:
+    name: "control"
+    description: "Baseline configuration"
+    config:
+      experiment_tag: "${metadata.experiment_tag_prefix}-A"
+  B:
+    name: "gamma0995"
+    config:
+      gamma: 0.995
+      experiment_tag: "${metadata.experiment_tag_prefix}-B"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    d = tmp_path / "sw"
+    d.mkdir(exist_ok=True)
+    (d / "sweep.yaml").write_text(textwrap.dedent(text))
+    return d
+
+
+def test_interpolation_and_key_changes(tmp_path):
+    d = write(tmp_path, GOOD)
+    planned = expand(load_sweep(d), d)
+    assert [p.name for p in planned] == ["control", "gamma0995"]
+    assert planned[1].config["experiment_tag"] == "gamma-ablation-B"
+    assert planned[1].changes == {"gamma": 0.995}
+    assert planned[0].changes == {}
+    assert planned[1].argv[:2] == ["ppolab", "train"] and "--gamma" in planned[1].argv
+
+
+def test_seeds_and_grids_expand_to_named_runs(tmp_path):
+    d = write(tmp_path, GOOD.replace("runs:\n", "seeds: [1, 2]\nruns:\n") + "    grid:\n      lr: [0.0001, 0.0003]\n")
+    names = [p.name for p in expand(load_sweep(d), d)]
+    assert names == [
+        "control-s1",
+        "control-s2",
+        "gamma0995-lr00001-s1",
+        "gamma0995-lr00001-s2",
+        "gamma0995-lr00003-s1",
+        "gamma0995-lr00003-s2",
+    ]
+
+
+ERRORS = {
+    "yaml syntax": (GOOD.replace('  name: "gamma-ablation"', '  name: "gamma-ablation'), ":3: YAML syntax error"),
+    "unknown key with the closest": (
+        GOOD.replace('    description: "Baseline', '    descripton: "Baseline'),
+        ":11: unknown key 'descripton'; did you mean 'description'?",
+    ),
+    "unknown train flag": (
+        GOOD.replace("      gamma: 0.995", "      gama: 0.995"),
+        ":17: unknown train flag 'gama'; did you mean 'gamma'?",
+    ),
+    "wrong type": (GOOD.replace("  n_itr: 300", "  n_itr: lots"), ":7: n_itr: Input should be a valid integer"),
+    "unknown env": (GOOD.replace("  env: cartpole", "  env: pendulum"), ":6: env: unknown env 'pendulum'"),
+    "duplicate run names": (
+        GOOD.replace('    name: "gamma0995"', '    name: "control"'),
+        ":15: duplicate run name 'control' (also run A); rename one",
+    ),
+    "missing interpolation key": (
+        GOOD.replace("metadata.experiment_tag_prefix}-A", "metadata.prefix}-A"),
+        ":13: interpolation failed",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_each_mistake_names_file_and_line(case, tmp_path):
+    text, expected = ERRORS[case]
+    d = write(tmp_path, text)
+    with pytest.raises(UserError) as err:
+        load_sweep(d)
+    assert str(err.value).startswith(str(d / "sweep.yaml") + ":")
+    assert expected in str(err.value), str(err.value)
+
+
+def test_cli_reports_a_bad_sweep_in_one_line_exit_2(tmp_path):
+    d = write(tmp_path, ERRORS["unknown train flag"][0])
+    proc = run_ppolab("sweep", str(d), "--dry-run")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "unknown train flag 'gama'" in proc.stderr
+    assert not (d / "state.json").exists()
+
+
+def test_dry_run_prints_the_numbered_plan_and_changes_nothing(tmp_path):
+    d = write(tmp_path, GOOD)
+    proc = run_ppolab("sweep", str(d), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| Run "))
+    assert [c.strip() for c in lines[head].strip("|").split("|")] == ["Run", "Name", "Key Changes", "Command"]
+    row = [c.strip() for c in lines[head + 3].strip("|").split("|")]
+    assert row[0] == "2" and row[1] == "gamma0995" and row[2] == "gamma=0.995"
+    assert row[3].startswith("ppolab train --env cartpole --n-itr 300 --gamma 0.995")
+    assert sorted(p.name for p in d.iterdir()) == ["sweep.yaml"]
+
+
+def test_info_shows_hypothesis_count_and_steps(tmp_path):
+    d = write(tmp_path, GOOD)
+    out = run_ppolab("sweep", str(d), "--info").stdout
+    assert "Hypothesis: gamma 0.995 helps" in out and "Runs: 2" in out
+    assert "Estimated env steps: 2,880,000" in out  # 2 runs x 300 itr x 12 x 1 x 400
+
+
+def test_launch_without_terminal_or_yes_refuses(tmp_path):
+    d = write(tmp_path, GOOD)
+    proc = run_ppolab("sweep", str(d))
+    assert proc.returncode == 2
+    assert "no terminal to approve the plan; pass --yes" in proc.stderr
+    assert not (d / "state.json").exists()
