@@ -24,9 +24,10 @@ import torch
 
 from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
-from ppolab.ppo.policy import SamplingPolicy
+from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import collect
 from ppolab.ppo.sampler import LocalSampler, available_cores
+from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.trainer import build_networks
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, ppo_update
 
@@ -169,7 +170,7 @@ def main() -> None:
 
     cfg = bar_config()
     actor, _ = build_networks(cfg, 5, 1)
-    params = SamplingPolicy.params_of(actor)
+    params = sampling_params(actor)
     cores = available_cores()
     result = {
         "machine": {"cores": cores, "date": time.strftime("%Y-%m-%d")},

@@ -6,8 +6,9 @@ import numpy as np
 import torch
 
 from ppolab.envs import make_env
-from ppolab.ppo.policy import Actor, ObsNormalizer, SamplingPolicy
+from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
 from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.update import compute_gae
 
 
@@ -54,13 +55,13 @@ def test_sampling_policy_matches_the_torch_actor():
         actor.net[-1].weight.normal_()
     obs = np.random.default_rng(2).normal(size=(8, 5)).astype(np.float32)
     expected, _ = actor(torch.from_numpy(obs))
-    got = SamplingPolicy(SamplingPolicy.params_of(actor))(obs)
+    got = SamplingPolicy(sampling_params(actor))(obs)
     assert np.allclose(got, expected.detach().numpy(), atol=1e-5)
 
 
 def test_a_slot_samples_the_same_trajectory_whichever_range_it_is_in():
     actor = Actor(ObsNormalizer(5), 5, 1, [16], 0.3, learn_std=False)
-    params = SamplingPolicy.params_of(actor)
+    params = sampling_params(actor)
     kw = dict(seed=7, stream=0, iteration=4, steps=30)
     whole = collect(make_env("cartpole", 4), params, first_slot=0, total_slots=4, **kw)
     parts = [

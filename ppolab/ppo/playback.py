@@ -12,7 +12,7 @@ import numpy as np
 from ppolab.envs import make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
-from ppolab.ppo.policy import Actor, ObsNormalizer, SamplingPolicy
+from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
 from ppolab.ppo.rollout import evaluate
 
 
@@ -40,7 +40,7 @@ def play(
 ) -> tuple[np.ndarray, np.ndarray]:
     actor, meta = load_actor(path)
     steps = max_steps or meta["max_traj_len"]
-    params = SamplingPolicy.params_of(actor)
+    params = sampling_params(actor)
     env = make_env(meta["env"], episodes)
     returns, lengths = evaluate(env, params, seed=seed, steps=steps)
     out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")

@@ -1,9 +1,8 @@
 """Actor (Gaussian MLP), critic (MLP) and the running observation normaliser they share.
 
 The normaliser lives inside both networks as buffers, so `actor.pt` alone is
-enough to run the policy. `SamplingPolicy` is the numpy twin of the actor's
-mean used by rollout workers: it keeps torch out of the sampling processes and
-costs a third of a torch forward for the small batches sampled each step.
+enough to run the policy. `sampling_params` exports it for the numpy twin that
+rollout workers run (`ppo/sampling_policy.py`).
 """
 
 from __future__ import annotations
@@ -110,40 +109,15 @@ def gaussian_kl(mean0, std0, mean1, std1) -> torch.Tensor:
     return (torch.log(std1 / std0) + (std0**2 + (mean0 - mean1) ** 2) / (2.0 * std1**2) - 0.5).sum(-1)
 
 
-class SamplingPolicy:
-    """The actor's mean and std as float32 numpy, for rollout workers."""
-
-    def __init__(self, params: dict[str, np.ndarray]) -> None:
-        self.mean = params["mean"]
-        self.inv_std = params["inv_std"]
-        self.clip = float(params["clip"])
-        self.weights = params["weights"]
-        self.biases = params["biases"]
-        self.std = params["std"]
-
-    @staticmethod
-    def params_of(actor: Actor) -> dict:
-        """Export what workers need: picklable, small, shipped once per iteration."""
-        with torch.no_grad():
-            linears = [m for m in actor.net if isinstance(m, nn.Linear)]
-            return {
-                "mean": actor.norm.mean.float().cpu().numpy(),
-                "inv_std": (1.0 / torch.sqrt(actor.norm.var + 1e-8)).float().cpu().numpy(),
-                "clip": actor.norm.clip,
-                "weights": [m.weight.T.contiguous().cpu().numpy() for m in linears],
-                "biases": [m.bias.cpu().numpy() for m in linears],
-                "std": actor.log_std.exp().float().cpu().numpy(),
-            }
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        h = obs - self.mean
-        h *= self.inv_std
-        np.minimum(h, self.clip, out=h)
-        np.maximum(h, -self.clip, out=h)
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            h = h @ w
-            h += b
-            if i < last:
-                np.tanh(h, out=h)
-        return h
+def sampling_params(actor: Actor) -> dict:
+    """What rollout workers need to run the actor's mean in numpy: picklable, shipped once per iteration."""
+    with torch.no_grad():
+        linears = [m for m in actor.net if isinstance(m, nn.Linear)]
+        return {
+            "mean": actor.norm.mean.float().cpu().numpy(),
+            "inv_std": (1.0 / torch.sqrt(actor.norm.var + 1e-8)).float().cpu().numpy(),
+            "clip": actor.norm.clip,
+            "weights": [m.weight.T.contiguous().cpu().numpy() for m in linears],
+            "biases": [m.bias.cpu().numpy() for m in linears],
+            "std": actor.log_std.exp().float().cpu().numpy(),
+        }

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ppolab.ppo.policy import SamplingPolicy
+from ppolab.ppo.sampling_policy import SamplingPolicy
 
 TRAIN_STREAM, WARMUP_STREAM, EVAL_STREAM = 0, 1, 2
 

@@ -59,7 +59,9 @@ class LocalSampler:
         self.procs = procs
         first, count = self.ranges[0]
         self.env = make_env(env_name, count)
-        ctx = mp.get_context("spawn")
+        # fork: workers start in milliseconds with the modules already imported. They never touch torch,
+        # so the parent's torch state is of no concern; elsewhere (no fork), spawn.
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         self.conns: list[Connection] = []
         self.workers: list[mp.process.BaseProcess] = []
         for first_slot, n in self.ranges[1:]:

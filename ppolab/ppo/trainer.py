@@ -17,7 +17,7 @@ from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
-from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, SamplingPolicy, gaussian_log_prob
+from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, gaussian_log_prob, sampling_params
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampler import LocalSampler
@@ -126,10 +126,10 @@ def train(
     else:
         record_resume(run_dir, start_itr)
 
+    sampler = LocalSampler(cfg.env, cfg.num_slots, sampler_procs)  # forks workers: before any thread starts
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
     metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None)
-    sampler = LocalSampler(cfg.env, cfg.num_slots, sampler_procs)
     eval_env = make_env(cfg.env, cfg.eval_episodes)
     console.header(
         {
@@ -166,7 +166,7 @@ def train(
             console.line("Warming up observation normalization...")
             for w in range(WARMUP_ITERATIONS):
                 warm = sampler.sample(
-                    SamplingPolicy.params_of(actor),
+                    sampling_params(actor),
                     seed=seed,
                     stream=WARMUP_STREAM,
                     iteration=w,
@@ -178,7 +178,7 @@ def train(
         for itr in range(start_itr, cfg.n_itr):
             t0 = time.perf_counter()
             traj = sampler.sample(
-                SamplingPolicy.params_of(actor),
+                sampling_params(actor),
                 seed=seed,
                 stream=TRAIN_STREAM,
                 iteration=itr,
@@ -241,7 +241,7 @@ def train(
             # evaluate and checkpoint
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
                 te = time.perf_counter()
-                rets, lens = evaluate(eval_env, SamplingPolicy.params_of(actor), seed=seed, steps=cfg.max_traj_len)
+                rets, lens = evaluate(eval_env, sampling_params(actor), seed=seed, steps=cfg.max_traj_len)
                 reward, length = float(rets.mean()), float(lens.mean())
                 for kind, net in (("actor", actor), ("critic", critic)):
                     path = run_dir / f"{kind}_{itr}.pt"

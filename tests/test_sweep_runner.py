@@ -1,0 +1,189 @@
+"""The sweep runner: one job at a time, state after every run, resume after kill -9, no run twice."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, read_metrics, without_timings
+
+TINY_SWEEP = """\
+metadata:
+  name: "tiny"
+  hypothesis: "a larger clip changes nothing in 3 iterations"
+defaults:
+  env: cartpole
+  n_itr: {n_itr}
+  num_procs: 2
+  max_traj_len: 50
+  minibatch_size: 32
+  eval_freq: 2
+  eval_episodes: 2
+seeds: [1]
+runs:
+  A:
+    name: control
+  B:
+    name: clip03
+    config:
+      clip: 0.3
+"""
+
+
+@pytest.fixture
+def lock_dir(tmp_path, monkeypatch):
+    d = tmp_path / "lock"
+    d.mkdir()
+    monkeypatch.setenv("PPOLAB_LOCK_DIR", str(d))
+    return d
+
+
+def make_sweep(root: Path, n_itr: int = 3) -> Path:
+    d = root / "sweeps" / "tiny"
+    d.mkdir(parents=True)
+    (d / "sweep.yaml").write_text(textwrap.dedent(TINY_SWEEP.format(n_itr=n_itr)))
+    return d
+
+
+def sweep_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ppolab", "sweep", *args]
+
+
+def run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        sweep_cmd(*args), cwd=REPO, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+
+
+def state_of(d: Path) -> dict:
+    return json.loads((d / "state.json").read_text())["runs"]
+
+
+def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
+    d = make_sweep(tmp_path)
+    proc = run(str(d), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.index("Starting Run 1/2: control-s1") < out.index("Starting Run 2/2: clip03-s1")
+    assert "Run 1/2 control-s1: done in " in out and "final reward " in out and "peak eval " in out
+    assert "Sweep finished: 2/2 runs done" in out
+    states = state_of(d)
+    assert {n: s["state"] for n, s in states.items()} == {"control-s1": "done", "clip03-s1": "done"}
+    assert all(s["exit_code"] == 0 and s["attempts"] == 1 and s["summary"]["iterations"] == 3 for s in states.values())
+    assert (d / "runs" / "control-s1" / "metrics.jsonl").exists()
+    log = (d / "logs" / "clip03-s1.log").read_text()
+    assert "********** Iteration 2 ************" in log  # output went to the run's log file too
+    again = run(str(d), "--yes")
+    assert again.returncode == 0
+    assert "Skipping Run 1/2: control-s1 (done)" in again.stdout and "Starting Run" not in again.stdout
+
+
+def test_status_and_list(tmp_path, lock_dir):
+    d = make_sweep(tmp_path)
+    assert run(str(d), "--yes").returncode == 0
+    status = run(str(d), "--status").stdout
+    rows = [line for line in status.splitlines() if line.startswith("| ") and "Name" not in line]
+    assert len(rows) == 2 and all("| done" in r and "3/3" in r for r in rows)
+    listing = run("--list", "--root", str(d.parent)).stdout
+    assert "| tiny " in listing and "2/2" in listing
+
+
+def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp_path, lock_dir):
+    reference = make_sweep(tmp_path / "ref", n_itr=8)
+    assert run(str(reference), "--yes").returncode == 0
+    d = make_sweep(tmp_path / "killed", n_itr=8)
+    runner = subprocess.Popen(
+        sweep_cmd(str(d), "--yes"),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    metrics = d / "runs" / "control-s1" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if metrics.exists() and metrics.read_text().count('"type": "iteration"') >= 3:
+            break
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    assert state_of(d)["control-s1"]["state"] == "running"  # as the dead runner left it
+    status = run(str(d), "--status").stdout
+    assert "interrupted" in status  # its process is gone
+    proc = run(str(d), "--yes")  # waits for the orphaned trainer to stop, then resumes
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Starting Run 1/2: control-s1 (resuming from its last checkpoint)" in proc.stdout
+    states = state_of(d)
+    assert all(s["state"] == "done" for s in states.values())
+    assert states["control-s1"]["attempts"] == 2 and states["clip03-s1"]["attempts"] == 1
+    for name in ("control-s1", "clip03-s1"):  # nothing lost, nothing duplicated
+        got = without_timings(read_metrics(d / "runs" / name))
+        assert got == without_timings(read_metrics(reference / "runs" / name))
+
+
+def test_two_launches_at_once_run_each_job_once(tmp_path, lock_dir):
+    d = make_sweep(tmp_path)
+    first = subprocess.Popen(
+        sweep_cmd(str(d), "--yes"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)
+    second = subprocess.Popen(
+        sweep_cmd(str(d), "--yes"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    out1, _ = first.communicate(timeout=300)
+    out2, _ = second.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0
+    assert out1.count("Starting Run") + out2.count("Starting Run") == 2
+    assert "Waiting for sweep 'tiny'" in out2 + out1
+    assert all(s["attempts"] == 1 for s in state_of(d).values())
+
+
+def test_no_wait_refuses_while_another_job_holds_the_machine(tmp_path, lock_dir):
+    d = make_sweep(tmp_path, n_itr=40)
+    first = subprocess.Popen(
+        sweep_cmd(str(d), "--yes"),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (d / "state.json").exists():
+            time.sleep(0.05)
+        other = make_sweep(tmp_path / "other")
+        proc = run(str(other), "--yes", "--no-wait")
+        assert proc.returncode == 2
+        assert "the machine is busy with sweep 'tiny'" in proc.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
+    assert first.returncode == 130
+    assert state_of(d)["control-s1"]["state"] == "interrupted"
+
+
+def test_a_run_over_its_timeout_is_stopped_and_marked(tmp_path, lock_dir):
+    d = make_sweep(tmp_path, n_itr=2000)
+    text = (d / "sweep.yaml").read_text().replace("seeds: [1]", "seeds: [1]\ntimeout: 8")
+    (d / "sweep.yaml").write_text(text)
+    proc = run(str(d), "--yes", "--max-retries", "0", timeout=400)
+    assert proc.returncode == 1
+    states = state_of(d)
+    assert states["control-s1"]["state"] == "failed" and states["control-s1"]["reason"] == "timeout after 8s"
+    assert "Training interrupted at iteration" in (d / "logs" / "control-s1.log").read_text()
