@@ -89,6 +89,40 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
 
 
+EXPERIMENT_HELP = """A quick experiment from the command line: writes the equivalent sweep.yaml under
+experiments/sweeps/NAME/, then the same plan, approval and launch as ppolab sweep.
+Running the same command again resumes it.
+
+example:
+  ppolab experiment gamma --env cartpole --vary gamma=0.95,0.99,0.999 --seeds 3 --n-itr 300
+"""
+
+
+def _add_experiment(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "experiment",
+        help="vary train flags from the command line (writes a sweep)",
+        description=EXPERIMENT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("name", metavar="NAME", help="sweep name: experiments/sweeps/NAME")
+    p.add_argument(
+        "--vary",
+        action="append",
+        required=True,
+        metavar="FLAG=V1,V2",
+        help="values to try for a train flag; repeat for a grid over several flags",
+    )
+    p.add_argument("--seeds", type=int, metavar="N", help="run every configuration with seeds 1..N")
+    p.add_argument("--hypothesis", default="", help="what the experiment should show")
+    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
+    p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
+    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
+    p.add_argument("--max-retries", type=int, default=2, metavar="N", help="extra attempts per run (default: 2)")
+    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+    add_model_flags(p, TrainConfig, skip={"logdir", "run_name", "continued", "experiment_tag"})
+
+
 def make_parser() -> Parser:
     parser = Parser(prog="ppolab", description="Fast PPO for MuJoCo robot tasks, and experiment tooling.")
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
@@ -96,6 +130,7 @@ def make_parser() -> Parser:
     _add_train(sub)
     _add_eval(sub)
     _add_sweep(sub)
+    _add_experiment(sub)
     return parser
 
 
@@ -215,11 +250,39 @@ def run_sweep_cmd(ns: argparse.Namespace) -> int:
     return run_sweep(sweep_dir, spec.metadata.name, planned, wait_for_lock=not ns.no_wait, max_retries=ns.max_retries)
 
 
+def run_experiment_cmd(ns: argparse.Namespace) -> int:
+    from ppolab.experiments.quick import parse_vary, write_sweep
+
+    if ns.seeds is not None and ns.seeds < 1:
+        raise UserError("--seeds: must be at least 1")
+    defaults = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
+    if "env" not in defaults:
+        raise UserError("--env is required")
+    sweep_dir = write_sweep(Path(ns.root), ns.name, defaults, parse_vary(ns.vary), ns.seeds, ns.hypothesis)
+    print(f"Sweep file: {sweep_dir / 'sweep.yaml'}")
+    return run_sweep_cmd(
+        argparse.Namespace(
+            sweep_dir=str(sweep_dir),
+            list=False,
+            info=False,
+            dry_run=False,
+            status=False,
+            yes=ns.yes,
+            detach=ns.detach,
+            no_wait=ns.no_wait,
+            max_retries=ns.max_retries,
+            root=ns.root,
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     ns = parser.parse_args(argv)
     try:
-        return {"train": run_train, "eval": run_eval, "sweep": run_sweep_cmd}[ns.command](ns)
+        return {"train": run_train, "eval": run_eval, "sweep": run_sweep_cmd, "experiment": run_experiment_cmd}[
+            ns.command
+        ](ns)
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")
         return 2

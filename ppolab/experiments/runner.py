@@ -77,6 +77,7 @@ class Job:
     def _child(argv: list[str], write_fd: int) -> None:
         code = 1
         try:
+            os.setpgid(0, 0)  # its own process group: the runner stops the run and its sampling workers together
             _die_with_parent()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -132,17 +133,24 @@ class Job:
             self.stop()
             reason = f"timeout after {timeout:.0f}s"
         self.copier.join(timeout=5)
-        self.pipe.close()
-        self.log.close()
+        if not self.copier.is_alive():  # else a leftover process still writes: leave the pipe to it
+            self.pipe.close()
+            self.log.close()
         return self.returncode, reason
 
     def stop(self) -> None:
         """SIGTERM (the trainer finishes cleanly), then SIGKILL if it does not exit in time."""
         if self.poll() is None:
-            os.kill(self.pid, signal.SIGTERM)
+            self._signal(signal.SIGTERM)
             if not self._wait_exit(STOP_GRACE_S):
-                os.kill(self.pid, signal.SIGKILL)
+                self._signal(signal.SIGKILL)
                 self._wait_exit(None)
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            os.kill(self.pid, sig)
 
 
 def run_sweep(
@@ -236,6 +244,17 @@ def _run_all(
             print(
                 f"Sweep stopped during Run {i}/{total}: {run.name}. Launch it again to continue.", file=out, flush=True
             )
+            return 130
+        if code == 130 and reason is None:  # the run itself was stopped (SIGINT/SIGTERM): stop the sweep too
+            state.update(
+                run.name,
+                state="interrupted",
+                ended=now(),
+                exit_code=code,
+                reason="run stopped",
+                summary=_summary(run_dir),
+            )
+            print(f"Run {i}/{total} {run.name} was stopped. Launch the sweep again to continue.", file=out, flush=True)
             return 130
         final = "done" if code == 0 and reason is None else "failed"
         if reason is None and code != 0:

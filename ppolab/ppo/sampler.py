@@ -35,8 +35,11 @@ def split_slots(total: int, parts: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def _worker_main(conn: Connection, env_name: str, first_slot: int, count: int, total: int) -> None:
+def _worker_main(
+    conn: Connection, driver_end: Connection, env_name: str, first_slot: int, count: int, total: int
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
+    driver_end.close()  # a forked worker inherits it; closed, recv() sees EOF as soon as the driver is gone
     env = make_env(env_name, count)
     while True:
         try:
@@ -66,7 +69,9 @@ class LocalSampler:
         self.workers: list[mp.process.BaseProcess] = []
         for first_slot, n in self.ranges[1:]:
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, args=(child, env_name, first_slot, n, total_slots), daemon=True)
+            p = ctx.Process(
+                target=_worker_main, args=(child, parent, env_name, first_slot, n, total_slots), daemon=True
+            )
             p.start()
             child.close()
             self.conns.append(parent)

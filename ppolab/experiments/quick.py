@@ -1,0 +1,61 @@
+"""`ppolab experiment NAME --vary k=v1,v2 ...`: write the equivalent sweep.yaml from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ppolab.errors import UserError
+from ppolab.experiments.spec import SWEEP_FILE, load_sweep
+from ppolab.ppo.run_files import atomic_write_text
+
+
+def parse_vary(items: list[str]) -> dict[str, list[Any]]:
+    """['gamma=0.95,0.99', 'lr=1e-4,3e-4'] -> {'gamma': [0.95, 0.99], 'lr': [0.0001, 0.0003]}."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip().lstrip("-").replace("-", "_")
+        if not sep or not key or not values.strip():
+            raise UserError(f"--vary {item}: write it as FLAG=V1,V2 (e.g. --vary gamma=0.95,0.99)")
+        grid[key] = [yaml.safe_load(v.strip()) for v in values.split(",") if v.strip()]
+    return grid
+
+
+def write_sweep(
+    root: Path, name: str, defaults: dict[str, Any], grid: dict[str, list[Any]], seeds: int | None, hypothesis: str
+) -> Path:
+    """Create (or find, if identical) experiments/sweeps/NAME/sweep.yaml; validate before it lands."""
+    doc = {
+        "metadata": {
+            "name": name,
+            "description": "Quick experiment from the command line (ppolab experiment)",
+            "hypothesis": hypothesis,
+            "experiment_tag_prefix": name,
+        },
+        "defaults": defaults,
+        **({"seeds": list(range(1, seeds + 1))} if seeds else {}),
+        "runs": {"A": {"name": name, "config": {"experiment_tag": "${metadata.experiment_tag_prefix}"}, "grid": grid}},
+    }
+    text = yaml.safe_dump(doc, sort_keys=False)
+    sweep_dir = root / name
+    path = sweep_dir / SWEEP_FILE
+    if path.exists():
+        if path.read_text() != text:
+            raise UserError(f"{path} exists with a different plan; pick another NAME or edit that file")
+        return sweep_dir
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    candidate = sweep_dir / f".{SWEEP_FILE}.new"
+    candidate.write_text(text)
+    try:
+        load_sweep(candidate)
+    except UserError as exc:  # the file is ours, the mistake is in the flags: say it without file and line
+        candidate.unlink()
+        if not any(sweep_dir.iterdir()):
+            sweep_dir.rmdir()
+        raise UserError(str(exc).split(": ", 1)[-1]) from None
+    candidate.unlink()
+    atomic_write_text(path, text)
+    return sweep_dir

@@ -1,0 +1,133 @@
+"""`ppolab experiment`, `--detach` and `scripts/launch_sweep.py`, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from conftest import REPO
+from test_sweep_runner import make_sweep, state_of
+
+QUICK = [
+    "--env",
+    "cartpole",
+    "--n-itr",
+    "2",
+    "--num-procs",
+    "2",
+    "--max-traj-len",
+    "20",
+    "--minibatch-size",
+    "16",
+    "--eval-episodes",
+    "1",
+]
+
+
+@pytest.fixture(autouse=True)
+def lock_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPOLAB_LOCK_DIR", str(tmp_path))
+
+
+def ppolab(*args: str, cwd=REPO, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ppolab", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_experiment_writes_the_equivalent_sweep_and_runs_it(tmp_path):
+    root = tmp_path / "sweeps"
+    proc = ppolab(
+        "experiment", "gam", "--vary", "gamma=0.95,0.99", "--seeds", "2", *QUICK, "--root", str(root), "--yes"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = yaml.safe_load((root / "gam" / "sweep.yaml").read_text())
+    assert doc["defaults"]["env"] == "cartpole" and doc["seeds"] == [1, 2]
+    assert doc["runs"]["A"]["grid"] == {"gamma": [0.95, 0.99]}
+    states = state_of(root / "gam")
+    assert sorted(states) == ["gam-gamma095-s1", "gam-gamma095-s2", "gam-gamma099-s1", "gam-gamma099-s2"]
+    assert all(s["state"] == "done" for s in states.values())
+    again = ppolab(
+        "experiment", "gam", "--vary", "gamma=0.95,0.99", "--seeds", "2", *QUICK, "--root", str(root), "--yes"
+    )
+    assert again.returncode == 0 and again.stdout.count("(done)") == 4  # the same command resumes
+
+
+def test_experiment_rejects_an_unknown_flag_before_writing_anything(tmp_path):
+    proc = ppolab("experiment", "bad", "--vary", "gama=0.95", *QUICK, "--root", str(tmp_path / "sweeps"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "ppolab experiment: error: unknown train flag 'gama'; did you mean 'gamma'?"
+    assert not (tmp_path / "sweeps" / "bad").exists()
+
+
+def test_detach_goes_on_in_the_background_and_status_follows_it(tmp_path):
+    d = make_sweep(tmp_path, n_itr=3)
+    proc = ppolab("sweep", str(d), "--yes", "--detach")
+    assert proc.returncode == 0, proc.stderr
+    assert "Sweep running in the background (pid " in proc.stdout
+    pid = int(proc.stdout.split("(pid ")[1].split(")")[0])
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        state = json.loads((d / "state.json").read_text()) if (d / "state.json").exists() else None
+        if state and all(r["state"] == "done" for r in state["runs"].values()):
+            break
+        time.sleep(0.2)
+    assert all(r["state"] == "done" for r in state_of(d).values())
+    assert "Sweep finished: 2/2 runs done" in (d / "sweep.log").read_text()
+    assert "| done" in ppolab("sweep", str(d), "--status").stdout
+    for _ in range(100):  # the background runner exits by itself
+        try:
+            import os
+
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        except ProcessLookupError:
+            break
+
+
+def test_launch_sweep_script_takes_the_same_arguments(tmp_path):
+    d = make_sweep(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "scripts/launch_sweep.py", str(d), "--dry-run"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "| Run | Name" in proc.stdout
+    assert proc.stdout == ppolab("sweep", str(d), "--dry-run").stdout
+
+
+def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path):
+    d = make_sweep(tmp_path, n_itr=400)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    last = d / "runs" / "control-s1" / "last.pt"
+    deadline = time.time() + 120
+    while time.time() < deadline and not last.exists():
+        time.sleep(0.05)
+    import os
+    import signal
+
+    os.killpg(runner.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+    out, _ = runner.communicate(timeout=120)
+    assert runner.returncode == 130
+    assert "Sweep stopped during Run 1/2: control-s1. Launch it again to continue." in out
+    assert "Training interrupted at iteration" in out
+    assert state_of(d)["control-s1"]["state"] == "interrupted"
