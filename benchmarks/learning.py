@@ -18,21 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-RECOMMENDED = [
-    "--env",
-    "cartpole",
-    "--std-dev",
-    "0.15",
-    "--learn-std",
-    "--entropy-coeff",
-    "0.01",
-    "--minibatch-size",
-    "256",
-    "--max-traj-len",
-    "500",
-    "--num-procs",
-    "12",
-]
+import recommended
 
 
 def run_seed(seed: int, n_itr: int, eval_freq: int, threshold: float, logdir: Path) -> dict:
@@ -41,7 +27,7 @@ def run_seed(seed: int, n_itr: int, eval_freq: int, threshold: float, logdir: Pa
         "-m",
         "ppolab",
         "train",
-        *RECOMMENDED,
+        *recommended.flags(),
         "--n-itr",
         str(n_itr),
         "--seed",

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import recommended
 import torch
 
 from ppolab.envs import make_env
@@ -30,34 +31,6 @@ from ppolab.ppo.sampler import LocalSampler, available_cores
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.trainer import build_networks
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, ppo_update
-
-BAR = [
-    "--env",
-    "cartpole",
-    "--std-dev",
-    "0.15",
-    "--learn-std",
-    "--entropy-coeff",
-    "0.01",
-    "--minibatch-size",
-    "256",
-    "--max-traj-len",
-    "500",
-    "--num-procs",
-    "12",
-]
-
-
-def bar_config() -> TrainConfig:
-    return TrainConfig(
-        env="cartpole",
-        std_dev=0.15,
-        learn_std=True,
-        entropy_coeff=0.01,
-        minibatch_size=256,
-        max_traj_len=500,
-        num_procs=12,
-    )
 
 
 def best_of(fn, repeats: int) -> float:
@@ -134,7 +107,7 @@ def end_to_end(iterations: int) -> dict:
             "-m",
             "ppolab",
             "train",
-            *BAR,
+            *recommended.flags(),
             "--n-itr",
             str(iterations),
             "--seed",
@@ -168,7 +141,7 @@ def main() -> None:
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
 
-    cfg = bar_config()
+    cfg = recommended.config()
     actor, _ = build_networks(cfg, 5, 1)
     params = sampling_params(actor)
     cores = available_cores()

@@ -7,6 +7,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ppolab.analysis.anomalies import find_anomalies
+
 
 @dataclass
 class RunSummary:
@@ -17,6 +19,8 @@ class RunSummary:
     peak_eval_reward: float | None
     peak_eval_iteration: int | None
     latest_reward: float | None
+    stable: bool
+    anomalies: list[dict]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -42,6 +46,7 @@ def summarize(run_dir: Path) -> RunSummary | None:
     iters, evals = read_metrics(run_dir / "metrics.jsonl")
     if not iters:
         return None
+    anomalies = find_anomalies(iters)
     tail = iters[-max(1, len(iters) // 10) :]
     rewards = [r["mean_eprew"] for r in tail if r["mean_eprew"] is not None and not math.isnan(r["mean_eprew"])]
     peak = max(evals, key=lambda e: e["reward"]) if evals else None
@@ -54,4 +59,6 @@ def summarize(run_dir: Path) -> RunSummary | None:
         peak_eval_reward=peak["reward"] if peak else None,
         peak_eval_iteration=peak["iteration"] if peak else None,
         latest_reward=latest,
+        stable=not anomalies,
+        anomalies=anomalies,
     )

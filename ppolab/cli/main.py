@@ -63,6 +63,21 @@ examples:
 """
 
 
+def _add_launch_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that launches a sweep."""
+    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
+    p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
+    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="extra attempts for a failed or interrupted run (default: 2)",
+    )
+    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+
+
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
@@ -76,17 +91,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--dry-run", action="store_true", help="validate and print the plan; change nothing")
     mode.add_argument("--status", action="store_true", help="one row per run: state, iteration, elapsed, ETA")
     mode.add_argument("--list", action="store_true", help="every sweep under --root with done/total")
-    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
-    p.add_argument("--detach", action="store_true", help="run in the background; follow with --status")
-    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
-    p.add_argument(
-        "--max-retries",
-        type=int,
-        default=2,
-        metavar="N",
-        help="extra attempts for a failed or interrupted run (default: 2)",
-    )
-    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+    _add_launch_flags(p)
 
 
 EXPERIMENT_HELP = """A quick experiment from the command line: writes the equivalent sweep.yaml under
@@ -115,11 +120,7 @@ def _add_experiment(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", type=int, metavar="N", help="run every configuration with seeds 1..N")
     p.add_argument("--hypothesis", default="", help="what the experiment should show")
-    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
-    p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
-    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
-    p.add_argument("--max-retries", type=int, default=2, metavar="N", help="extra attempts per run (default: 2)")
-    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+    _add_launch_flags(p)
     add_model_flags(p, TrainConfig, skip={"logdir", "run_name", "continued", "experiment_tag"})
 
 

@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
+from ppolab.analysis.anomalies import describe
 from ppolab.analysis.summary import summarize
 from ppolab.errors import UserError
 from ppolab.experiments.machine_lock import MachineLock
@@ -290,4 +291,5 @@ def _status_line(
         parts.append(f"final reward {summary['final_mean_reward']:.1f}")
     if summary["peak_eval_reward"] is not None:
         parts.append(f"peak eval {summary['peak_eval_reward']:.1f} at iteration {summary['peak_eval_iteration']}")
+    parts.append(describe(summary["anomalies"]))
     return head + "; " + ", ".join(parts)
