@@ -20,23 +20,26 @@ finding is stable. Rules (thresholds in `Thresholds`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 RULES = ("nan_inf", "critic_divergence", "kl_high", "clip_high", "entropy_collapse", "reward_decline")
 CHECKED_FOR_NAN = ("actor_loss", "critic_loss", "kl", "entropy", "clip_fraction", "noise_std")
 
 
-@dataclass
-class Thresholds:
-    critic_loss: float = 1000.0
-    kl: float = 0.05
-    clip_fraction: float = 0.3
-    min_noise_std: float = 0.01
-    decline_window: float = 0.2
-    decline_t: float = -3.0
-    decline_min_drop: float = 0.05
+class Thresholds(BaseModel):
+    """Anomaly thresholds: defaults here, overridden by a YAML file (same keys) and then by flags."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    critic_loss: float = Field(1000.0, gt=0, description="critic loss above this: possible divergence")
+    kl: float = Field(0.05, gt=0, description="mean KL above this: the policy changes too fast")
+    clip_fraction: float = Field(0.3, gt=0, le=1, description="clip fraction above this: clipping too much")
+    min_noise_std: float = Field(0.01, ge=0, description="action noise std below this: exploration collapsed")
+    decline_window: float = Field(0.2, gt=0, le=1, description="fraction of iterations checked for a decline")
+    decline_t: float = Field(-3.0, lt=0, description="t statistic of the reward slope below which it declines")
+    decline_min_drop: float = Field(0.05, ge=0, description="minimal fitted drop, as a fraction of the reward range")
 
 
 def _finding(rule: str, iterations: list[int], detail: str) -> dict | None:

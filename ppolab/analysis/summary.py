@@ -1,13 +1,21 @@
-"""A run's headline numbers, read from its `metrics.jsonl`."""
+"""A run's headline numbers and anomalies: what `ppolab analyze` prints and the sweep runner records.
+
+JSON keys (`ppolab analyze --json`): iterations, total_steps, total_time_s, fps,
+final_mean_reward (mean of Mean Eprew over the last 10% of iterations, nan
+ignored), peak_eval_reward, peak_eval_iteration, evals (iteration, reward,
+length), latest_reward, stable, anomalies (rule, first_iteration, count, detail),
+incomplete_iterations, source.
+"""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ppolab.analysis.anomalies import find_anomalies
+from ppolab.analysis.anomalies import Thresholds, find_anomalies
+from ppolab.analysis.parse import RunRecords, load_run
+from ppolab.errors import UserError
 
 
 @dataclass
@@ -15,50 +23,60 @@ class RunSummary:
     iterations: int
     total_steps: int
     total_time_s: float
-    final_mean_reward: float | None  # mean of Mean Eprew over the last 10% of iterations, nan ignored
+    fps: float
+    final_mean_reward: float | None
     peak_eval_reward: float | None
     peak_eval_iteration: int | None
+    evals: list[dict]
     latest_reward: float | None
     stable: bool
     anomalies: list[dict]
+    incomplete_iterations: int
+    source: str
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def read_metrics(path: Path) -> tuple[list[dict], list[dict]]:
-    """(iteration records, eval records); a line cut off by a crash is skipped."""
-    iters, evals = [], []
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return iters, evals
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        (evals if rec.get("type") == "eval" else iters).append(rec)
-    return iters, evals
+def _finite(v) -> bool:
+    return v is not None and math.isfinite(v)
 
 
-def summarize(run_dir: Path) -> RunSummary | None:
-    iters, evals = read_metrics(run_dir / "metrics.jsonl")
+def summarize(rec: RunRecords, thresholds: Thresholds | None = None) -> RunSummary | None:
+    iters = rec.iterations
     if not iters:
         return None
-    anomalies = find_anomalies(iters)
+    anomalies = find_anomalies(iters, thresholds)
     tail = iters[-max(1, len(iters) // 10) :]
-    rewards = [r["mean_eprew"] for r in tail if r["mean_eprew"] is not None and not math.isnan(r["mean_eprew"])]
-    peak = max(evals, key=lambda e: e["reward"]) if evals else None
-    latest = next((r["mean_eprew"] for r in reversed(iters) if not math.isnan(r["mean_eprew"])), None)
+    rewards = [r["mean_eprew"] for r in tail if _finite(r.get("mean_eprew"))]
+    evals = [{"iteration": e["iteration"], "reward": e["reward"], "length": e["length"]} for e in rec.evals]
+    finite_evals = [e for e in evals if _finite(e["reward"])]
+    peak = max(finite_evals, key=lambda e: e["reward"]) if finite_evals else None
+    latest = next((r["mean_eprew"] for r in reversed(iters) if _finite(r.get("mean_eprew"))), None)
+    total_time = rec.final_time if rec.final_time is not None else iters[-1].get("total_time", math.nan)
+    total_steps = int(iters[-1].get("total_steps", 0))
     return RunSummary(
         iterations=len(iters),
-        total_steps=iters[-1]["total_steps"],
-        total_time_s=iters[-1]["total_time"],
+        total_steps=total_steps,
+        total_time_s=total_time,
+        fps=total_steps / total_time if total_time and total_time > 0 else math.nan,
         final_mean_reward=sum(rewards) / len(rewards) if rewards else None,
         peak_eval_reward=peak["reward"] if peak else None,
         peak_eval_iteration=peak["iteration"] if peak else None,
+        evals=evals,
         latest_reward=latest,
         stable=not anomalies,
         anomalies=anomalies,
+        incomplete_iterations=rec.incomplete,
+        source=rec.source,
     )
+
+
+def summarize_run(run_dir: Path, thresholds: Thresholds | None = None) -> RunSummary | None:
+    """The summary of a run folder, or None when it has not finished an iteration yet."""
+    if not (run_dir / "metrics.jsonl").exists() and not (run_dir / "train.log").exists():
+        return None
+    try:
+        return summarize(load_run(run_dir), thresholds)
+    except (UserError, OSError):  # nothing readable yet
+        return None

@@ -124,6 +124,24 @@ def _add_experiment(sub: argparse._SubParsersAction) -> None:
     add_model_flags(p, TrainConfig, skip={"logdir", "run_name", "continued", "experiment_tag"})
 
 
+ANALYZE_HELP = """Read a run and report: final mean reward, peak eval, and stable or the anomalies
+found (nan/inf, critic divergence, high KL, high clip fraction, collapsed action
+noise, declining reward). PATH is a run folder (metrics.jsonl preferred), a sweep
+folder (every run), or a plain stdout log of ppolab or another PPO trainer that
+prints the same table. Thresholds: defaults, then --config FILE (YAML, same keys),
+then the flags below."""
+
+
+def _add_analyze(sub: argparse._SubParsersAction) -> None:
+    from ppolab.analysis.anomalies import Thresholds
+
+    p = sub.add_parser("analyze", help="report on a run, a sweep or a log file", description=ANALYZE_HELP)
+    p.add_argument("path", metavar="PATH", help="run folder, sweep folder or log file")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts (a list for a sweep)")
+    p.add_argument("--config", metavar="FILE", help="YAML file of anomaly thresholds")
+    add_model_flags(p, Thresholds)
+
+
 def make_parser() -> Parser:
     parser = Parser(prog="ppolab", description="Fast PPO for MuJoCo robot tasks, and experiment tooling.")
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
@@ -132,6 +150,7 @@ def make_parser() -> Parser:
     _add_eval(sub)
     _add_sweep(sub)
     _add_experiment(sub)
+    _add_analyze(sub)
     return parser
 
 
@@ -277,13 +296,34 @@ def run_experiment_cmd(ns: argparse.Namespace) -> int:
     )
 
 
+def run_analyze(ns: argparse.Namespace) -> int:
+    from ppolab.analysis.analyze import analyze, load_thresholds, run_paths, to_json, to_text
+    from ppolab.analysis.anomalies import Thresholds
+
+    overrides = {k: v for k, v in vars(ns).items() if k in Thresholds.model_fields}
+    thresholds = load_thresholds(Path(ns.config) if ns.config else None, overrides)
+    path = Path(ns.path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    results = analyze(path, thresholds)
+    if not results:
+        raise UserError(f"{path}: no complete training iteration found")
+    sweep = len(run_paths(path)) > 1 or (path / "sweep.yaml").exists()
+    print(to_json(results, sweep) if ns.json else to_text(results))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     ns = parser.parse_args(argv)
     try:
-        return {"train": run_train, "eval": run_eval, "sweep": run_sweep_cmd, "experiment": run_experiment_cmd}[
-            ns.command
-        ](ns)
+        return {
+            "train": run_train,
+            "eval": run_eval,
+            "sweep": run_sweep_cmd,
+            "experiment": run_experiment_cmd,
+            "analyze": run_analyze,
+        }[ns.command](ns)
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")
         return 2

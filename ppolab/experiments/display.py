@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from ppolab.analysis.summary import read_metrics
+from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec
 from ppolab.experiments.state import STATE_FILE, SweepState
@@ -57,7 +57,8 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
             rows.append([str(i), p.name, "pending", f"0/{p.config.get('n_itr', 20000)}", "-", "-", "-"])
             continue
         n_itr = p.config.get("n_itr", 20000)
-        iters, _ = read_metrics(sweep_dir / entry["run_dir"] / "metrics.jsonl")
+        metrics = sweep_dir / entry["run_dir"] / "metrics.jsonl"
+        iters = read_jsonl(metrics).iterations if metrics.exists() else []
         done_itr = iters[-1]["iteration"] + 1 if iters else 0
         started, ended = _parse_time(entry["started"]), _parse_time(entry["ended"])
         run_state = state.effective_state(p.name)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.anomalies import describe
-from ppolab.analysis.summary import summarize
+from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.machine_lock import MachineLock
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
@@ -274,7 +274,7 @@ def _run_all(
 
 
 def _summary(run_dir: Path) -> dict | None:
-    s = summarize(run_dir)
+    s = summarize_run(run_dir)
     return s.as_dict() if s else None
 
 
