@@ -79,6 +79,13 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     assert {n: s["state"] for n, s in states.items()} == {"control-s1": "done", "clip03-s1": "done"}
     assert all(s["exit_code"] == 0 and s["attempts"] == 1 and s["summary"]["iterations"] == 3 for s in states.values())
     assert (d / "runs" / "control-s1" / "metrics.jsonl").exists()
+    report = (d / "results.md").read_text()  # the runner writes the report when the sweep ends
+    assert "**Hypothesis.** a larger clip changes nothing in 3 iterations" in report and "**Verdict: " in report
+    assert "| Run | Final Reward | Peak Eval Reward | Peak Iter | Stable? | Key Hyperparam Diffs |" in report
+    assert all(
+        (d / "plots" / f).stat().st_size > 10_000 for f in ("learning_curves.png", "eval_reward.png", "diagnostics.png")
+    )
+    assert "[tiny](sweeps/tiny/results.md)" in (d.parent.parent / "experiment-tracker.md").read_text()
     log = (d / "logs" / "clip03-s1.log").read_text()
     assert "********** Iteration 2 ************" in log  # output went to the run's log file too
     again = run(str(d), "--yes")

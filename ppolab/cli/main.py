@@ -142,6 +142,24 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     add_model_flags(p, Thresholds)
 
 
+def _add_compare_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare runs: table, analysis, seed statistics",
+        description="Compare a sweep's runs, or the run folders given: a table, then an analysis computed "
+        "from their configs and metrics (best run, effect per parameter, instability, mean and IQM across "
+        "seeds with 95%% intervals, probability of improvement, recommendations).",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a sweep folder, or run folders (control first)")
+    p = sub.add_parser(
+        "report",
+        help="write results.md and plots for a sweep",
+        description="Write SWEEP_DIR/results.md (hypothesis, plan, comparison, analysis, verdict) with PNG "
+        "plots in SWEEP_DIR/plots, and a dated entry in experiments/experiment-tracker.md.",
+    )
+    p.add_argument("sweep_dir", metavar="SWEEP_DIR")
+
+
 def make_parser() -> Parser:
     parser = Parser(prog="ppolab", description="Fast PPO for MuJoCo robot tasks, and experiment tooling.")
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
@@ -151,6 +169,7 @@ def make_parser() -> Parser:
     _add_sweep(sub)
     _add_experiment(sub)
     _add_analyze(sub)
+    _add_compare_report(sub)
     return parser
 
 
@@ -313,6 +332,37 @@ def run_analyze(ns: argparse.Namespace) -> int:
     return 0
 
 
+def run_compare(ns: argparse.Namespace) -> int:
+    from ppolab.analysis.analyze import run_paths
+    from ppolab.analysis.compare import compare, load_runs
+
+    paths = [Path(p) for p in ns.paths]
+    for p in paths:
+        if not p.exists():
+            raise UserError(f"{p}: no such folder")
+    if len(paths) == 1 and (paths[0] / "sweep.yaml").exists():
+        from ppolab.experiments.plan import expand
+        from ppolab.experiments.spec import load_sweep
+
+        order = [p.name for p in expand(load_sweep(paths[0]), paths[0])]
+        found = dict(run_paths(paths[0]))
+        named = [(n, found[n]) for n in order if n in found]
+    else:
+        named = [(p.name, p) for p in paths]
+    print(compare(load_runs(named)))
+    return 0
+
+
+def run_report(ns: argparse.Namespace) -> int:
+    from ppolab.analysis.report import write_report
+
+    sweep_dir = Path(ns.sweep_dir)
+    if not (sweep_dir / "sweep.yaml").exists():
+        raise UserError(f"{sweep_dir}: not a sweep folder (no sweep.yaml)")
+    print(f"Report written: {write_report(sweep_dir)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     ns = parser.parse_args(argv)
@@ -323,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             "sweep": run_sweep_cmd,
             "experiment": run_experiment_cmd,
             "analyze": run_analyze,
+            "compare": run_compare,
+            "report": run_report,
         }[ns.command](ns)
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")

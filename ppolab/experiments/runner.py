@@ -270,6 +270,13 @@ def _run_all(
         file=out,
         flush=True,
     )
+    if len(failed) < total:
+        from ppolab.analysis.report import write_report
+
+        try:
+            print(f"Report: {write_report(sweep_dir)}", file=out, flush=True)
+        except UserError as exc:  # a report problem never costs the runs anything
+            print(f"No report: {exc}", file=out, flush=True)
     return 1 if failed else 0
 
 

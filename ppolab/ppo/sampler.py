@@ -49,7 +49,11 @@ def _worker_main(
         if msg is None:
             return
         params, kwargs = msg
-        conn.send(collect(env, params, first_slot=first_slot, total_slots=total, **kwargs))
+        result = collect(env, params, first_slot=first_slot, total_slots=total, **kwargs)
+        try:
+            conn.send(result)
+        except OSError:  # the driver stopped (Ctrl-C) while this range was sampled: nothing to deliver
+            return
 
 
 class LocalSampler:

@@ -1,0 +1,163 @@
+"""`ppolab report SWEEP_DIR`: results.md with plots, and a dated line in experiments/experiment-tracker.md.
+
+results.md holds the hypothesis, the plan, the comparison table, the analysis,
+and a verdict on the hypothesis, read as "the treatment improves the final
+reward over the control (the sweep's first run)": supported, refuted or
+inconclusive. Plots (PNG, beside it in plots/): learning curves against
+iteration and wall time (mean across seeds, band = min..max), eval reward, and
+diagnostics (KL, noise std, clip fraction, critic loss) with the anomaly
+thresholds drawn in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+
+from ppolab.analysis.anomalies import Thresholds
+from ppolab.analysis.compare import Configuration, compare, group, load_runs, verdict
+from ppolab.analysis.parse import load_run
+from ppolab.experiments.display import plan_table
+from ppolab.experiments.plan import expand
+from ppolab.experiments.spec import load_sweep
+from ppolab.ppo.run_files import atomic_write_text
+
+TRACKER = "experiment-tracker.md"
+
+
+def _curves(config: Configuration, key: str, x_key: str = "iteration", evals: bool = False):
+    """Per-seed series interpolated on a common x grid: (x, mean, low, high)."""
+    series = []
+    for run in config.runs:
+        rec = load_run(run.path)
+        rows = rec.evals if evals else rec.iterations
+        if evals:
+            xs = np.array([r["iteration"] for r in rows], float)
+        else:
+            xs = np.array([r.get(x_key, np.nan) for r in rows], float)
+        ys = np.array([r.get(key, np.nan) for r in rows], float)
+        ok = np.isfinite(xs) & np.isfinite(ys)
+        if ok.sum() >= 2:
+            series.append((xs[ok], ys[ok]))
+    if not series:
+        return None
+    grid = np.linspace(max(s[0][0] for s in series), min(s[0][-1] for s in series), 200)
+    ys = np.array([np.interp(grid, x, y) for x, y in series])
+    return grid, ys.mean(0), ys.min(0), ys.max(0)
+
+
+def plot(configs: list[Configuration], out_dir: Path, th: Thresholds) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    files = []
+
+    def band(ax, c, i, curve):
+        if curve is None:
+            return
+        x, m, lo, hi = curve
+        color = colors[i % len(colors)]
+        ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.runs)})")
+        ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    for i, c in enumerate(configs):
+        band(axes[0], c, i, _curves(c, "mean_eprew"))
+        band(axes[1], c, i, _curves(c, "mean_eprew", x_key="total_time"))
+    axes[0].set(xlabel="iteration", ylabel="mean episode reward (training)", title="Learning curve")
+    axes[1].set(xlabel="wall time (s)", ylabel="mean episode reward (training)", title="Against wall time")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.savefig(out_dir / "learning_curves.png", dpi=110)
+    plt.close(fig)
+    files.append("learning_curves.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+    for i, c in enumerate(configs):
+        band(ax, c, i, _curves(c, "reward", evals=True))
+    ax.set(xlabel="iteration", ylabel="eval reward (deterministic policy)", title="Evaluation")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.savefig(out_dir / "eval_reward.png", dpi=110)
+    plt.close(fig)
+    files.append("eval_reward.png")
+
+    panels = [
+        ("kl", "mean KL divergence", th.kl, "linear"),
+        ("noise_std", "action noise std", th.min_noise_std, "linear"),
+        ("clip_fraction", "clip fraction", th.clip_fraction, "linear"),
+        ("critic_loss", "critic loss", th.critic_loss, "log"),
+    ]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), constrained_layout=True)
+    for ax, (key, label, limit, scale) in zip(axes.flat, panels):
+        for i, c in enumerate(configs):
+            band(ax, c, i, _curves(c, key))
+        ax.axhline(limit, color="crimson", linestyle="--", linewidth=1, label=f"threshold {limit:g}")
+        ax.set(xlabel="iteration", ylabel=label, yscale=scale, title=label[0].upper() + label[1:])
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=7)
+    fig.savefig(out_dir / "diagnostics.png", dpi=110)
+    plt.close(fig)
+    files.append("diagnostics.png")
+    return files
+
+
+def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
+    th = th or Thresholds()
+    spec = load_sweep(sweep_dir)
+    planned = expand(spec, sweep_dir)
+    present = [
+        (p.name, sweep_dir / "runs" / p.name)
+        for p in planned
+        if (sweep_dir / "runs" / p.name / "metrics.jsonl").exists()
+    ]
+    runs = load_runs(present)
+    configs = group(runs)
+    result, why = verdict(runs)
+    images = plot(configs, sweep_dir / "plots", th)
+    m = spec.metadata
+    today = dt.date.today().isoformat()
+    lines = [
+        f"# {m.name}: results",
+        "",
+        f"Written {today} by `ppolab report` from {len(runs)} of {len(planned)} planned runs.",
+        "",
+        f"**Hypothesis.** {m.hypothesis or '(none given)'}",
+        "",
+        f"**Verdict: {result}.** {why[0].upper() + why[1:]}. (Read as: the treatment improves the final "
+        f"mean reward over the control, {configs[0].label}.)",
+        "",
+        m.description,
+        "",
+        "## Plan",
+        "",
+        plan_table(planned),
+        "",
+        compare(runs),
+        "",
+        "## Plots",
+        "",
+        *[f"![{name}](plots/{name})" for name in images],
+        "",
+    ]
+    path = sweep_dir / "results.md"
+    atomic_write_text(path, "\n".join(lines))
+    track(sweep_dir, m.name, m.hypothesis, result, today)
+    return path
+
+
+def track(sweep_dir: Path, name: str, hypothesis: str, result: str, today: str) -> None:
+    """Add (or update) the sweep's dated entry in experiments/experiment-tracker.md."""
+    tracker = sweep_dir.resolve().parent.parent / TRACKER
+    link = (sweep_dir.resolve() / "results.md").relative_to(tracker.parent)
+    entry = f"- {today} [{name}]({link}): {hypothesis or '(no hypothesis)'} - **{result}**"
+    lines = tracker.read_text().splitlines() if tracker.exists() else ["# Experiment tracker", ""]
+    lines = [line for line in lines if f"]({link})" not in line]
+    atomic_write_text(tracker, "\n".join([*lines, entry]) + "\n")
