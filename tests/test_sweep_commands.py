@@ -131,3 +131,35 @@ def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path)
     assert "Sweep stopped during Run 1/2: control-s1. Launch it again to continue." in out
     assert "Training interrupted at iteration" in out
     assert state_of(d)["control-s1"]["state"] == "interrupted"
+
+
+def test_launch_asks_for_approval_on_a_terminal_and_no_means_nothing_runs(tmp_path):
+    import os
+    import pty
+
+    d = make_sweep(tmp_path)
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "sweep", str(d)],
+        cwd=REPO,
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+    )
+    os.close(secondary)
+    seen = b""
+    deadline = time.time() + 60
+    while b"[y/N]" not in seen and time.time() < deadline:
+        seen += os.read(main, 4096)
+    os.write(main, b"n\n")
+    proc.wait(timeout=60)
+    try:
+        while chunk := os.read(main, 4096):
+            seen += chunk
+    except OSError:  # the terminal closed with the process
+        pass
+    os.close(main)
+    assert b"Launch 2 runs, one at a time? [y/N]" in seen and b"Not launched." in seen
+    assert proc.returncode == 1
+    assert not (d / "state.json").exists()
