@@ -22,23 +22,7 @@ import recommended
 
 
 def run_seed(seed: int, n_itr: int, eval_freq: int, threshold: float, logdir: Path) -> dict:
-    cmd = [
-        sys.executable,
-        "-m",
-        "ppolab",
-        "train",
-        *recommended.flags(),
-        "--n-itr",
-        str(n_itr),
-        "--seed",
-        str(seed),
-        "--eval-freq",
-        str(eval_freq),
-        "--logdir",
-        str(logdir),
-        "--run-name",
-        f"seed{seed}",
-    ]
+    cmd = recommended.train_command(n_itr, seed, eval_freq, str(logdir), "--run-name", f"seed{seed}")
     started = time.time()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
     wall = time.time() - started

@@ -22,3 +22,25 @@ def flags() -> list[str]:
     for name, value in SETTINGS.items():
         out += [flag(name)] if value is True else [flag(name), str(value)]
     return out
+
+
+def train_command(n_itr: int, seed: int, eval_freq: int, logdir: str, *extra: str) -> list[str]:
+    """`python -m ppolab train` in the recommended configuration."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        "ppolab",
+        "train",
+        *flags(),
+        "--n-itr",
+        str(n_itr),
+        "--seed",
+        str(seed),
+        "--eval-freq",
+        str(eval_freq),
+        "--logdir",
+        logdir,
+        *extra,
+    ]

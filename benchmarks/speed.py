@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -102,21 +101,7 @@ def update(cfg: TrainConfig, repeats: int) -> dict:
 
 def end_to_end(iterations: int) -> dict:
     with tempfile.TemporaryDirectory() as logdir:
-        cmd = [
-            sys.executable,
-            "-m",
-            "ppolab",
-            "train",
-            *recommended.flags(),
-            "--n-itr",
-            str(iterations),
-            "--seed",
-            "1",
-            "--eval-freq",
-            str(10**6),
-            "--logdir",
-            logdir,
-        ]
+        cmd = recommended.train_command(iterations, 1, 10**6, logdir)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
         path = next(Path(logdir).glob("*/metrics.jsonl"))
         recs = [json.loads(line) for line in path.read_text().splitlines()]
