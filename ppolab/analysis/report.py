@@ -144,6 +144,9 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
         "",
         "## Plots",
         "",
+        "Lines: mean across a configuration's seeds; shaded: from the lowest to the highest seed. Dashed red:"
+        " the anomaly thresholds.",
+        "",
         *[f"![{name}](plots/{name})" for name in images],
         "",
     ]
