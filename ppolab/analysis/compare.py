@@ -28,6 +28,7 @@ from ppolab.analysis.stats import (
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
 
+MAX_PRACTICAL_SEEDS = 50
 NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
 ADVICE = {
     "kl_high": "lower --lr or --epochs (KL above the threshold: the policy moves too far per update)",
@@ -149,13 +150,16 @@ def seed_statistics(configs: list[Configuration]) -> tuple[str, list[str], list[
             )
         else:
             need = seeds_needed(x, control.scores)
-            if need:
+            if need and need <= MAX_PRACTICAL_SEEDS:
                 needs.append(need)
-            more = (
-                f" About {need} seeds per configuration would detect a difference of this size (80% power)."
-                if need
-                else " Run more seeds."
-            )
+                more = f" About {need} seeds per configuration would detect a difference of this size (80% power)."
+            elif need:
+                more = (
+                    " A difference this small next to the seed-to-seed spread would take more than "
+                    f"{MAX_PRACTICAL_SEEDS} seeds to detect: treat the two as equivalent."
+                )
+            else:
+                more = " Run more seeds."
             ci = (
                 f"95% CI [{d.low:.1f}, {d.high:.1f}]"
                 if np.isfinite(d.low)
