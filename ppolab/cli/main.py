@@ -160,6 +160,31 @@ def _add_compare_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sweep_dir", metavar="SWEEP_DIR")
 
 
+def _add_ops(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="machine readiness and credentials (never their values)",
+        description="Report versions, cores, GPU, Slurm and Docker, and whether W&B, AWS and Hugging Face "
+        "credentials are set, missing or placeholder-like. Secret values are never printed.",
+    )
+    p.add_argument(
+        "--require",
+        default="",
+        metavar="LIST",
+        help="comma-separated credentials that must be ready (wandb,aws,hf); exit 1 if not",
+    )
+    p = sub.add_parser(
+        "repro",
+        help="how to reproduce a run (--run: do it)",
+        description="Print a run's exact command, git commit (with a warning and the saved diff "
+        "if the tree was dirty), package versions, seed and device. --run re-executes it into a "
+        "new run folder.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--run", action="store_true", help="train again with the same command, into a new folder")
+    p.add_argument("--logdir", help="where the new run folder goes (default: the original --logdir)")
+
+
 def make_parser() -> Parser:
     parser = Parser(prog="ppolab", description="Fast PPO for MuJoCo robot tasks, and experiment tooling.")
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
@@ -170,6 +195,7 @@ def make_parser() -> Parser:
     _add_experiment(sub)
     _add_analyze(sub)
     _add_compare_report(sub)
+    _add_ops(sub)
     return parser
 
 
@@ -363,6 +389,32 @@ def run_report(ns: argparse.Namespace) -> int:
     return 0
 
 
+def run_doctor(ns: argparse.Namespace) -> int:
+    from ppolab.ops.doctor import CREDENTIALS, report
+
+    required = [r.strip() for r in ns.require.split(",") if r.strip()]
+    unknown = [r for r in required if r not in CREDENTIALS]
+    if unknown:
+        raise UserError(f"--require: unknown credential '{unknown[0]}'; choose from {', '.join(CREDENTIALS)}")
+    text, ready = report(required)
+    print(text)
+    return 0 if ready else 1
+
+
+def run_repro(ns: argparse.Namespace) -> int:
+    from ppolab.ops.repro import describe, rerun
+
+    run_dir = Path(ns.run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder")
+    text, args = describe(run_dir)
+    print(text)
+    if not ns.run:
+        return 0
+    print("Reproducing into a new run folder...", flush=True)
+    return rerun(args, ns.logdir)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     ns = parser.parse_args(argv)
@@ -375,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             "analyze": run_analyze,
             "compare": run_compare,
             "report": run_report,
+            "doctor": run_doctor,
+            "repro": run_repro,
         }[ns.command](ns)
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")

@@ -1,0 +1,170 @@
+"""`ppolab doctor`: is this machine ready, and which credentials are set, without ever showing one.
+
+Credentials are reported as `set`, `missing` or `placeholder` (empty, `changeme`,
+`xxx...`, `<...>`, `your...`, or too short to be real). Their values are read
+only to classify them; they are never printed, logged or stored.
+"""
+
+from __future__ import annotations
+
+import configparser
+import importlib.metadata
+import netrc
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+PLACEHOLDER = re.compile(r"^(|changeme|change[-_]?me|x+|<.*>|your[-_a-z]*|placeholder|none|null|todo|dummy)$", re.I)
+MIN_LENGTH = {"wandb": 40, "aws": 16, "hf": 20}
+CREDENTIALS = ("wandb", "aws", "hf")
+
+
+@dataclass
+class Credential:
+    name: str
+    state: str  # set, missing, placeholder
+    source: str  # where it was found (a variable or file name, never the value)
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "set"
+
+
+def classify(value: str | None, kind: str) -> str:
+    if value is None:
+        return "missing"
+    v = value.strip()
+    if PLACEHOLDER.match(v) or len(v) < MIN_LENGTH[kind]:
+        return "placeholder"
+    return "set"
+
+
+def _home() -> Path:
+    return Path(os.environ.get("HOME", str(Path.home())))
+
+
+def wandb() -> Credential:
+    if "WANDB_API_KEY" in os.environ:
+        return Credential("wandb", classify(os.environ["WANDB_API_KEY"], "wandb"), "WANDB_API_KEY")
+    path = Path(os.environ.get("NETRC", _home() / ".netrc"))
+    try:
+        auth = netrc.netrc(str(path)).authenticators("api.wandb.ai")
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        auth = None
+    if auth:
+        return Credential("wandb", classify(auth[2], "wandb"), f"{path} (api.wandb.ai)")
+    return Credential("wandb", "missing", "WANDB_API_KEY or ~/.netrc api.wandb.ai")
+
+
+def aws() -> Credential:
+    if "AWS_ACCESS_KEY_ID" in os.environ or "AWS_SECRET_ACCESS_KEY" in os.environ:
+        states = {classify(os.environ.get(k), "aws") for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        state = "set" if states == {"set"} else ("missing" if "missing" in states else "placeholder")
+        return Credential("aws", state, "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
+    path = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", _home() / ".aws" / "credentials"))
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return Credential("aws", "placeholder", f"{path} (unreadable)")
+    profile = os.environ.get("AWS_PROFILE", "default")
+    if parser.has_section(profile):
+        keys = [parser.get(profile, k, fallback=None) for k in ("aws_access_key_id", "aws_secret_access_key")]
+        states = {classify(k, "aws") for k in keys}
+        state = "set" if states == {"set"} else ("missing" if "missing" in states else "placeholder")
+        return Credential("aws", state, f"{path} [{profile}]")
+    config = Path(os.environ.get("AWS_CONFIG_FILE", _home() / ".aws" / "config"))
+    if config.exists() and any(s.startswith("profile ") or s == "default" for s in _sections(config)):
+        return Credential("aws", "set", f"{config} (profiles; role or SSO credentials are resolved by AWS)")
+    return Credential("aws", "missing", "AWS_* variables or ~/.aws/credentials")
+
+
+def _sections(path: Path) -> list[str]:
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return []
+    return parser.sections()
+
+
+def hf() -> Credential:
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        if var in os.environ:
+            return Credential("hf", classify(os.environ[var], "hf"), var)
+    hf_home = Path(os.environ.get("HF_HOME", _home() / ".cache" / "huggingface"))
+    token = hf_home / "token"
+    if token.exists():
+        return Credential("hf", classify(token.read_text(), "hf"), str(token))
+    return Credential("hf", "missing", "HF_TOKEN or ~/.cache/huggingface/token")
+
+
+CHECKS = {"wandb": wandb, "aws": aws, "hf": hf}
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict[str, str]:
+    gpu = "none"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    except ImportError:
+        pass
+    from ppolab.ppo.sampler import available_cores
+
+    return {
+        "ppolab": _version("ppolab"),
+        "python": platform.python_version(),
+        "mujoco": _version("mujoco"),
+        "torch": _version("torch"),
+        "ray": _version("ray"),
+        "platform": f"{platform.system()} {platform.release()}",
+        "cores": f"{available_cores()} available of {os.cpu_count()}",
+        "gpu": gpu,
+        "slurm": shutil.which("sbatch") or "not found (sbatch)",
+        "docker": _docker(),
+    }
+
+
+def _docker() -> str:
+    client = shutil.which("docker")
+    if not client:
+        return "not found"
+    try:
+        out = subprocess.run(
+            [client, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return f"{client} (client only: no engine answered)"
+    if out.returncode == 0 and out.stdout.strip():
+        return f"{client} (engine {out.stdout.strip()})"
+    return f"{client} (client only: no engine running)"
+
+
+def report(required: list[str]) -> tuple[str, bool]:
+    lines = ["Machine"]
+    lines += [f"  {k:<9} {v}" for k, v in machine().items()]
+    lines.append("Credentials (values are never shown)")
+    ready = True
+    for name in CREDENTIALS:
+        cred = CHECKS[name]()
+        need = name in required
+        mark = "required" if need else "optional"
+        lines.append(f"  {name:<9} {cred.state:<12} {mark:<9} {cred.source}")
+        if need and not cred.ready:
+            ready = False
+    if required:
+        lines.append("Ready: yes" if ready else f"Ready: no ({', '.join(required)} required; see above)")
+    return "\n".join(lines), ready
