@@ -137,7 +137,7 @@ def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp
 
 
 def test_two_launches_at_once_run_each_job_once(tmp_path, lock_dir):
-    d = make_sweep(tmp_path)
+    d = make_sweep(tmp_path, n_itr=20)  # long enough for the two launches to overlap
     first = subprocess.Popen(
         sweep_cmd(str(d), "--yes"),
         cwd=REPO,
@@ -164,7 +164,7 @@ def test_two_launches_at_once_run_each_job_once(tmp_path, lock_dir):
 
 
 def test_no_wait_refuses_while_another_job_holds_the_machine(tmp_path, lock_dir):
-    d = make_sweep(tmp_path, n_itr=40)
+    d = make_sweep(tmp_path, n_itr=2000)  # still running when the second launch asks
     first = subprocess.Popen(
         sweep_cmd(str(d), "--yes"),
         cwd=REPO,
