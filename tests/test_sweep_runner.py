@@ -104,9 +104,9 @@ def test_status_and_list(tmp_path, lock_dir):
 
 
 def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp_path, lock_dir):
-    reference = make_sweep(tmp_path / "ref", n_itr=8)
+    reference = make_sweep(tmp_path / "ref", n_itr=30)
     assert run(str(reference), "--yes").returncode == 0
-    d = make_sweep(tmp_path / "killed", n_itr=8)
+    d = make_sweep(tmp_path / "killed", n_itr=30)
     runner = subprocess.Popen(
         sweep_cmd(str(d), "--yes"),
         cwd=REPO,
