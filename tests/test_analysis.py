@@ -96,11 +96,24 @@ def test_analyze_json_for_a_run_folder_and_a_log_file(trained_run, tmp_path):
 
 
 def test_a_run_driven_to_nan_is_flagged(tmp_path):
-    proc = run_ppolab(
-        "train", *TINY, "--n-itr", "4", "--lr", "1e6", "--learn-std", "--seed", "1", "--logdir", str(tmp_path)
+    logs = tmp_path / "logs"
+    proc = run_ppolab(  # in tmp_path: MuJoCo writes its warnings (nan controls) to MUJOCO_LOG.TXT in the cwd
+        "train",
+        *TINY,
+        "--n-itr",
+        "4",
+        "--lr",
+        "1e6",
+        "--learn-std",
+        "--seed",
+        "1",
+        "--logdir",
+        str(logs),
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    out = run_ppolab("analyze", str(only_run_dir(tmp_path)), "--json")
+    assert "Nan, Inf or huge value in CTRL" in (tmp_path / "MUJOCO_LOG.TXT").read_text()
+    out = run_ppolab("analyze", str(only_run_dir(logs)), "--json")
     data = json.loads(out.stdout)
     assert data["stable"] is False
     nan = next(a for a in data["anomalies"] if a["rule"] == "nan_inf")
