@@ -61,6 +61,18 @@ def run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     )
 
 
+def start(d: Path) -> subprocess.Popen:
+    """Launch the sweep in the background, output captured."""
+    return subprocess.Popen(
+        sweep_cmd(str(d), "--yes"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def state_of(d: Path) -> dict:
     return json.loads((d / "state.json").read_text())["runs"]
 
@@ -138,23 +150,9 @@ def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp
 
 def test_two_launches_at_once_run_each_job_once(tmp_path, lock_dir):
     d = make_sweep(tmp_path, n_itr=20)  # long enough for the two launches to overlap
-    first = subprocess.Popen(
-        sweep_cmd(str(d), "--yes"),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+    first = start(d)
     time.sleep(1.0)
-    second = subprocess.Popen(
-        sweep_cmd(str(d), "--yes"),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+    second = start(d)
     out1, _ = first.communicate(timeout=300)
     out2, _ = second.communicate(timeout=300)
     assert first.returncode == 0 and second.returncode == 0
