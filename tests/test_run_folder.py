@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 
+import pytest
 import torch
 import yaml
 from conftest import read_metrics
@@ -99,3 +103,17 @@ def test_a_second_run_gets_its_own_folder(tmp_path):
     for _ in range(2):
         assert run_ppolab("train", *TINY, "--n-itr", "1", "--seed", "1", "--logdir", str(tmp_path)).returncode == 0
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
+
+
+def test_an_interrupt_during_a_checkpoint_write_waits_for_the_write(tmp_path):
+    """Ctrl-C or SIGTERM while torch.save runs: the file is complete, then the interrupt arrives as such."""
+    from ppolab.ppo.checkpoint import atomic_save
+
+    big = {"w": torch.randn(2000, 2000)}
+    path = tmp_path / "last.pt"
+    threading.Timer(0.02, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in range(200):
+            atomic_save(big, path)
+    assert torch.load(path, weights_only=True)["w"].shape == (2000, 2000)
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]

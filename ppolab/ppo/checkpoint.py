@@ -12,7 +12,11 @@ dimensions and network shape so that `ppolab eval` can rebuild the policy.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +25,41 @@ import torch
 from ppolab.errors import UserError
 
 
+@contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM until the block ends, then deliver them.
+
+    A KeyboardInterrupt raised inside torch.save's C++ writer surfaces as a RuntimeError
+    ("unexpected pos"), not as an interrupt; holding the signal lets the save finish and
+    the trainer then stops cleanly at the next line.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in handlers:
+        signal.signal(s, lambda signum, _frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)
+
+
 def atomic_save(obj: Any, path: Path) -> None:
     """torch.save to a temp file in the same folder, then rename: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with deferred_signals():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(obj, f)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def save_policy(path: Path, module: torch.nn.Module, meta: dict) -> None:
