@@ -14,6 +14,7 @@ import ctypes
 import os
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -57,10 +58,11 @@ class Job:
     alone, and it inherits the machine lock, which it holds until it exits.
     """
 
-    def __init__(self, argv: list[str], log_path: Path, out: TextIO) -> None:
+    def __init__(self, argv: list[str], log_path: Path, out: TextIO, prefix: str = "") -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log = open(log_path, "a")
         self.out = out
+        self.prefix = prefix
         self.returncode: int | None = None
         for stream in (sys.stdout, sys.stderr, out):
             stream.flush()
@@ -107,7 +109,7 @@ class Job:
             self.log.write(line)
             self.log.flush()
             try:
-                self.out.write(line)
+                self.out.write(self.prefix + line)
                 self.out.flush()
             except (OSError, ValueError):  # terminal gone (detached): the log file still has it
                 pass
@@ -161,9 +163,14 @@ def run_sweep(
     *,
     wait_for_lock: bool = True,
     max_retries: int = 2,
+    parallel: int = 1,
     out: TextIO = sys.stdout,
 ) -> int:
-    """Run every job that is not done yet. Returns 0 if all are done, 1 if some failed, 130 if stopped."""
+    """Run every job that is not done yet. Returns 0 if all are done, 1 if some failed, 130 if stopped.
+
+    `parallel` > 1 runs that many jobs at once (the runner still holds the machine
+    lock, so other sweeps wait); callers only allow it when the user asked for it.
+    """
     lock = MachineLock({"sweep": sweep_name, "dir": str(sweep_dir.resolve())})
     if not lock.acquire(
         wait_for_lock,
@@ -185,69 +192,113 @@ def run_sweep(
             if name in {p.name for p in planned} and state.effective_state(name) != state.runs[name]["state"]:
                 state.runs[name]["state"] = "interrupted"
         state.save()
-        return _run_all(sweep_dir, planned, state, lock, max_retries, out)
+        return _Scheduler(sweep_dir, planned, state, max_retries, max(1, parallel), out).run()
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.release()
 
 
-def _run_all(
-    sweep_dir: Path, planned: list[PlannedRun], state: SweepState, lock: MachineLock, max_retries: int, out: TextIO
-) -> int:
-    total = len(planned)
-    for i, run in enumerate(planned, start=1):
-        entry = state.runs[run.name]
-        if entry["state"] == "done":
-            print(f"Skipping Run {i}/{total}: {run.name} (done)", file=out, flush=True)
-            continue
-        if entry["state"] in ("failed", "interrupted") and entry["attempts"] > max_retries:
-            print(
-                f"Skipping Run {i}/{total}: {run.name} ({entry['state']} after {entry['attempts']} attempts; "
-                "raise --max-retries to try again)",
-                file=out,
-                flush=True,
-            )
-            continue
-        run_dir = sweep_dir / entry["run_dir"]
-        resume = (run_dir / "last.pt").is_file()
-        if run_dir.exists() and not resume:  # started but never finished an iteration: nothing to keep
-            shutil.move(str(run_dir), str(run_dir.with_name(f"{run_dir.name}.incomplete-{int(time.time())}")))
-        argv = ["ppolab", "train", "--resume", str(run_dir)] if resume else run.argv
-        note = " (resuming from its last checkpoint)" if resume else ""
-        print(f"Starting Run {i}/{total}: {run.name}{note}", file=out, flush=True)
-        print(f"$ {' '.join(argv)}", file=out, flush=True)
+def prepare_run_dir(run_dir: Path, argv: list[str]) -> tuple[list[str], bool]:
+    """The command for a run's next attempt: `--resume` if it has a checkpoint, else a fresh start.
 
-        job = Job(argv, sweep_dir / LOGS_DIR / f"{run.name}.log", out)
-        started = time.time()
-        state.update(
+    A folder without a checkpoint never finished an iteration; it is moved aside, not deleted.
+    """
+    if (run_dir / "last.pt").is_file():
+        return ["ppolab", "train", "--resume", str(run_dir)], True
+    if run_dir.exists():
+        shutil.move(str(run_dir), str(run_dir.with_name(f"{run_dir.name}.incomplete-{int(time.time())}")))
+    return argv, False
+
+
+class _Active:
+    def __init__(self, index: int, run: PlannedRun, job: Job) -> None:
+        self.index, self.run, self.job = index, run, job
+        self.started = time.time()
+        self.deadline = None if run.timeout is None else time.monotonic() + run.timeout
+
+
+class _Scheduler:
+    """Start jobs in plan order, at most `parallel` at once; record every transition in state.json."""
+
+    def __init__(
+        self,
+        sweep_dir: Path,
+        planned: list[PlannedRun],
+        state: SweepState,
+        max_retries: int,
+        parallel: int,
+        out: TextIO,
+    ) -> None:
+        self.sweep_dir, self.planned, self.state = sweep_dir, planned, state
+        self.max_retries, self.parallel, self.out = max_retries, parallel, out
+        self.total = len(planned)
+        self.active: list[_Active] = []
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def run(self) -> int:
+        queue = [(i, run) for i, run in enumerate(self.planned, start=1) if self._should_run(i, run)]
+        try:
+            while queue or self.active:
+                while queue and len(self.active) < self.parallel:
+                    self._start(*queue.pop(0))
+                for act in list(self.active):
+                    if act.job.poll() is not None:
+                        if self._finish(act, None) == 130:
+                            self._stop_all("sweep stopped")
+                            return 130
+                    elif act.deadline is not None and time.monotonic() > act.deadline:
+                        act.job.stop()
+                        self._finish(act, f"timeout after {act.run.timeout:.0f}s")
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            during = ", ".join(f"Run {a.index}/{self.total}: {a.run.name}" for a in self.active)
+            self._stop_all("sweep stopped")
+            self.say(f"Sweep stopped during {during or 'its start'}. Launch it again to continue.")
+            return 130
+        return self._wrap_up()
+
+    def _should_run(self, i: int, run: PlannedRun) -> bool:
+        entry = self.state.runs[run.name]
+        if entry["state"] == "done":
+            self.say(f"Skipping Run {i}/{self.total}: {run.name} (done)")
+            return False
+        if entry["state"] in ("failed", "interrupted") and entry["attempts"] > self.max_retries:
+            self.say(
+                f"Skipping Run {i}/{self.total}: {run.name} ({entry['state']} after {entry['attempts']} attempts; "
+                "raise --max-retries to try again)"
+            )
+            return False
+        return True
+
+    def _start(self, i: int, run: PlannedRun) -> None:
+        entry = self.state.runs[run.name]
+        argv, resumed = prepare_run_dir(self.sweep_dir / entry["run_dir"], run.argv)
+        note = " (resuming from its last checkpoint)" if resumed else ""
+        self.say(f"Starting Run {i}/{self.total}: {run.name}{note}")
+        self.say(f"$ {' '.join(argv)}")
+        prefix = f"[{run.name}] " if self.parallel > 1 else ""
+        job = Job(argv, self.sweep_dir / LOGS_DIR / f"{run.name}.log", self.out, prefix=prefix)
+        self.active.append(_Active(i, run, job))
+        self.state.update(
             run.name,
             state="running",
             pid=job.pid,
+            host=socket.gethostname(),
             started=now(),
             ended=None,
             exit_code=None,
             attempts=entry["attempts"] + 1,
             reason=None,
         )
-        try:
-            code, reason = job.wait(run.timeout)
-        except KeyboardInterrupt:
-            job.stop()
-            job.wait(None)
-            state.update(
-                run.name,
-                state="interrupted",
-                ended=now(),
-                exit_code=job.returncode,
-                reason="sweep stopped",
-                summary=_summary(run_dir),
-            )
-            print(
-                f"Sweep stopped during Run {i}/{total}: {run.name}. Launch it again to continue.", file=out, flush=True
-            )
-            return 130
+
+    def _finish(self, act: _Active, reason: str | None) -> int:
+        self.active.remove(act)
+        code, _ = act.job.wait(None)
+        run, run_dir = act.run, self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
         if code == 130 and reason is None:  # the run itself was stopped (SIGINT/SIGTERM): stop the sweep too
-            state.update(
+            self.state.update(
                 run.name,
                 state="interrupted",
                 ended=now(),
@@ -255,29 +306,46 @@ def _run_all(
                 reason="run stopped",
                 summary=_summary(run_dir),
             )
-            print(f"Run {i}/{total} {run.name} was stopped. Launch the sweep again to continue.", file=out, flush=True)
+            self.say(f"Run {act.index}/{self.total} {run.name} was stopped. Launch the sweep again to continue.")
             return 130
         final = "done" if code == 0 and reason is None else "failed"
         if reason is None and code != 0:
             reason = f"exit code {code}"
         summary = _summary(run_dir)
-        state.update(run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary)
-        print(_status_line(i, total, run.name, final, time.time() - started, reason, summary), file=out, flush=True)
-    failed = [n for n in (p.name for p in planned) if state.runs[n]["state"] != "done"]
-    print(
-        f"Sweep finished: {total - len(failed)}/{total} runs done"
-        + (f"; not done: {', '.join(failed)}" if failed else ""),
-        file=out,
-        flush=True,
-    )
-    if len(failed) < total:
-        from ppolab.analysis.report import write_report
+        self.state.update(run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary)
+        self.say(_status_line(act.index, self.total, run.name, final, time.time() - act.started, reason, summary))
+        return code
 
-        try:
-            print(f"Report: {write_report(sweep_dir)}", file=out, flush=True)
-        except UserError as exc:  # a report problem never costs the runs anything
-            print(f"No report: {exc}", file=out, flush=True)
-    return 1 if failed else 0
+    def _stop_all(self, reason: str) -> None:
+        for act in self.active:
+            act.job.stop()
+        for act in list(self.active):
+            self.active.remove(act)
+            act.job.wait(None)
+            run_dir = self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
+            self.state.update(
+                act.run.name,
+                state="interrupted",
+                ended=now(),
+                exit_code=act.job.returncode,
+                reason=reason,
+                summary=_summary(run_dir),
+            )
+
+    def _wrap_up(self) -> int:
+        failed = [p.name for p in self.planned if self.state.runs[p.name]["state"] != "done"]
+        self.say(
+            f"Sweep finished: {self.total - len(failed)}/{self.total} runs done"
+            + (f"; not done: {', '.join(failed)}" if failed else "")
+        )
+        if len(failed) < self.total:
+            from ppolab.analysis.report import write_report
+
+            try:
+                self.say(f"Report: {write_report(self.sweep_dir)}")
+            except UserError as exc:  # a report problem never costs the runs anything
+                self.say(f"No report: {exc}")
+        return 1 if failed else 0
 
 
 def _summary(run_dir: Path) -> dict | None:

@@ -5,7 +5,7 @@
       "updated": "2026-11-30T10:15:02+00:00",
       "runner_pid": 4242,
       "runs": {
-        "control-s1": {"state": "done", "pid": 4250, "started": "...", "ended": "...", "exit_code": 0,
+        "control-s1": {"state": "done", "pid": 4250, "host": "node1", "started": "...", "ended": "...", "exit_code": 0,
                        "attempts": 1, "run_dir": "runs/control-s1", "reason": null, "summary": {...}},
         ...
       }
@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ def new_entry(run_dir: str) -> dict[str, Any]:
     return {
         "state": "pending",
         "pid": None,
+        "host": None,
         "started": None,
         "ended": None,
         "exit_code": None,
@@ -107,8 +109,12 @@ class SweepState:
         atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
 
     def effective_state(self, name: str) -> str:
-        """'running' only while its process lives; otherwise it was interrupted."""
+        """'running' only while its process lives; otherwise it was interrupted.
+
+        A run on another host (a Slurm or Ray node) cannot be checked from here: its record stands.
+        """
         entry = self.runs[name]
-        if entry["state"] == "running" and not pid_alive(entry["pid"]):
+        local = entry.get("host") in (None, socket.gethostname())
+        if entry["state"] == "running" and local and not pid_alive(entry["pid"]):
             return "interrupted"
         return entry["state"]
