@@ -22,6 +22,16 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class InnerParser(argparse.ArgumentParser):
+    """For flags inside another option's value: its errors become a UserError naming that option."""
+
+    def __init__(self, option: str) -> None:
+        super().__init__(prog=option, add_help=False)
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{self.prog}: {message}")
+
+
 METAVARS = {int: "N", float: "X"}
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from ppolab import __version__
-from ppolab.cli.args import Parser, add_model_flags, build
+from ppolab.cli import ops_cli
+from ppolab.cli.args import InnerParser, Parser, add_model_flags, build
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, flag
 
@@ -76,6 +78,38 @@ def _add_launch_flags(p: argparse.ArgumentParser) -> None:
         help="extra attempts for a failed or interrupted run (default: 2)",
     )
     p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+    _add_parallel_flags(p, default=1)
+
+
+PARALLEL_WHY = (
+    "Training is compute-bound: jobs running side by side on one machine slow each other "
+    "down, finish no sooner in total, and make their timings (steps/s, ETA) meaningless."
+)
+
+
+def _add_parallel_flags(p: argparse.ArgumentParser, default: int) -> None:
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=default,
+        metavar="N",
+        help=f"jobs at once on this machine (default: {default}); more than 1 needs --allow-parallel",
+    )
+    p.add_argument(
+        "--allow-parallel",
+        action="store_true",
+        help="allow --workers > 1. Not recommended: " + PARALLEL_WHY.replace("%", "%%"),
+    )
+
+
+def check_workers(ns: argparse.Namespace) -> None:
+    if ns.workers < 0:
+        raise UserError("--workers: must be 0 or more")
+    if ns.workers > 1 and not ns.allow_parallel:
+        raise UserError(
+            f"--workers {ns.workers}: runs go one at a time on a machine; add --allow-parallel to override. "
+            + PARALLEL_WHY
+        )
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -160,43 +194,30 @@ def _add_compare_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sweep_dir", metavar="SWEEP_DIR")
 
 
-def _add_ops(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "doctor",
-        help="machine readiness and credentials (never their values)",
-        description="Report versions, cores, GPU, Slurm and Docker, and whether W&B, AWS and Hugging Face "
-        "credentials are set, missing or placeholder-like. Secret values are never printed.",
-    )
-    p.add_argument(
-        "--require",
-        default="",
-        metavar="LIST",
-        help="comma-separated credentials that must be ready (wandb,aws,hf); exit 1 if not",
-    )
-    p = sub.add_parser(
-        "repro",
-        help="how to reproduce a run (--run: do it)",
-        description="Print a run's exact command, git commit (with a warning and the saved diff "
-        "if the tree was dirty), package versions, seed and device. --run re-executes it into a "
-        "new run folder.",
-    )
-    p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--run", action="store_true", help="train again with the same command, into a new folder")
-    p.add_argument("--logdir", help="where the new run folder goes (default: the original --logdir)")
-
-
 def make_parser() -> Parser:
     parser = Parser(prog="ppolab", description="Fast PPO for MuJoCo robot tasks, and experiment tooling.")
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="subcommand", required=True, parser_class=Parser)
     _add_train(sub)
     _add_eval(sub)
     _add_sweep(sub)
     _add_experiment(sub)
     _add_analyze(sub)
     _add_compare_report(sub)
-    _add_ops(sub)
+    ops_cli.add_parsers(sub)
     return parser
+
+
+def train_defaults(flags: list[str], option: str) -> dict:
+    """Parse `ppolab train` flags given inside another option (e.g. matrix --command) into config values."""
+    parser = InnerParser(option)
+    add_model_flags(parser, TrainConfig)
+    ns, unknown = parser.parse_known_args(flags)
+    if unknown:
+        raise UserError(f"{option}: '{unknown[0]}' is not a train flag (see ppolab train --help)")
+    values = vars(ns)
+    build(TrainConfig, {"env": "cartpole", **values})  # checks values now, not run by run
+    return values
 
 
 def run_train(ns: argparse.Namespace) -> int:
@@ -264,44 +285,47 @@ def _find_sweep(ns: argparse.Namespace) -> Path:
 
 
 def run_sweep_cmd(ns: argparse.Namespace) -> int:
-    import subprocess
-
-    from ppolab.experiments import display
-    from ppolab.experiments.plan import duplicate_names, expand
-    from ppolab.experiments.runner import run_sweep
-    from ppolab.experiments.spec import load_sweep
+    from ppolab.experiments import display, plan
 
     if ns.list:
         print(display.sweep_list(Path(ns.root)))
         return 0
     sweep_dir = _find_sweep(ns)
-    spec = load_sweep(sweep_dir)
-    planned = expand(spec, sweep_dir)
-    dupes = duplicate_names(planned)
-    if dupes:
-        raise UserError(f"{sweep_dir}: runs expand to the same name '{dupes[0]}'; rename a run")
+    if ns.info or ns.status:
+        spec, planned = plan.load_plan(sweep_dir)
+        print(display.info(spec, planned, sweep_dir) if ns.info else display.status(sweep_dir, planned))
+        return 0
+    return launch(sweep_dir, ns, dry_run=ns.dry_run)
+
+
+def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> int:
+    """Show the plan, ask for approval, then run it (or detach a runner that does)."""
+    import subprocess
+
+    from ppolab.experiments import display, plan
+    from ppolab.experiments.runner import run_sweep
+
+    spec, planned = plan.load_plan(sweep_dir)
     if ns.max_retries < 0:
         raise UserError("--max-retries: must be 0 or more")
-    if ns.info:
-        print(display.info(spec, planned, sweep_dir))
-        return 0
-    if ns.status:
-        print(display.status(sweep_dir, planned))
-        return 0
+    check_workers(ns)
     print(display.info(spec, planned, sweep_dir))
     print(display.plan_table(planned))
-    if ns.dry_run:
+    if dry_run:
         return 0
+    workers = max(1, ns.workers)
     if not ns.yes:
         if not sys.stdin.isatty():
             raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
-        answer = input(f"Launch {len(planned)} runs, one at a time? [y/N] ").strip().lower()
+        how = "one at a time" if workers == 1 else f"{workers} at a time"
+        answer = input(f"Launch {len(planned)} runs, {how}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("Not launched.")
             return 1
     if ns.detach:
         log = open(sweep_dir / "sweep.log", "a")
         argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]
+        argv += ["--workers", str(workers)] + (["--allow-parallel"] if workers > 1 else [])
         proc = subprocess.Popen(
             argv + (["--no-wait"] if ns.no_wait else []),
             stdout=log,
@@ -312,33 +336,28 @@ def run_sweep_cmd(ns: argparse.Namespace) -> int:
         print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
         print(f"Follow it: ppolab sweep {sweep_dir} --status   (log: {sweep_dir / 'sweep.log'})")
         return 0
-    return run_sweep(sweep_dir, spec.metadata.name, planned, wait_for_lock=not ns.no_wait, max_retries=ns.max_retries)
+    return run_sweep(
+        sweep_dir,
+        spec.metadata.name,
+        planned,
+        wait_for_lock=not ns.no_wait,
+        max_retries=ns.max_retries,
+        parallel=workers,
+    )
 
 
 def run_experiment_cmd(ns: argparse.Namespace) -> int:
-    from ppolab.experiments.quick import parse_vary, write_sweep
+    from ppolab.experiments.quick import experiment_doc, parse_vary, write_sweep
 
     if ns.seeds is not None and ns.seeds < 1:
         raise UserError("--seeds: must be at least 1")
     defaults = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
     if "env" not in defaults:
         raise UserError("--env is required")
-    sweep_dir = write_sweep(Path(ns.root), ns.name, defaults, parse_vary(ns.vary), ns.seeds, ns.hypothesis)
+    doc = experiment_doc(ns.name, defaults, parse_vary(ns.vary), ns.seeds, ns.hypothesis)
+    sweep_dir = write_sweep(Path(ns.root), ns.name, doc)
     print(f"Sweep file: {sweep_dir / 'sweep.yaml'}")
-    return run_sweep_cmd(
-        argparse.Namespace(
-            sweep_dir=str(sweep_dir),
-            list=False,
-            info=False,
-            dry_run=False,
-            status=False,
-            yes=ns.yes,
-            detach=ns.detach,
-            no_wait=ns.no_wait,
-            max_retries=ns.max_retries,
-            root=ns.root,
-        )
-    )
+    return launch(sweep_dir, ns)
 
 
 def run_analyze(ns: argparse.Namespace) -> int:
@@ -389,32 +408,6 @@ def run_report(ns: argparse.Namespace) -> int:
     return 0
 
 
-def run_doctor(ns: argparse.Namespace) -> int:
-    from ppolab.ops.doctor import CREDENTIALS, report
-
-    required = [r.strip() for r in ns.require.split(",") if r.strip()]
-    unknown = [r for r in required if r not in CREDENTIALS]
-    if unknown:
-        raise UserError(f"--require: unknown credential '{unknown[0]}'; choose from {', '.join(CREDENTIALS)}")
-    text, ready = report(required)
-    print(text)
-    return 0 if ready else 1
-
-
-def run_repro(ns: argparse.Namespace) -> int:
-    from ppolab.ops.repro import describe, rerun
-
-    run_dir = Path(ns.run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such run folder")
-    text, args = describe(run_dir)
-    print(text)
-    if not ns.run:
-        return 0
-    print("Reproducing into a new run folder...", flush=True)
-    return rerun(args, ns.logdir)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     ns = parser.parse_args(argv)
@@ -427,14 +420,16 @@ def main(argv: list[str] | None = None) -> int:
             "analyze": run_analyze,
             "compare": run_compare,
             "report": run_report,
-            "doctor": run_doctor,
-            "repro": run_repro,
-        }[ns.command](ns)
+            **ops_cli.COMMANDS,
+        }[ns.subcommand](ns)
     except UserError as exc:
-        sys.stderr.write(f"ppolab {ns.command}: error: {exc}\n")
+        sys.stderr.write(f"ppolab {ns.subcommand}: error: {exc}\n")
         return 2
+    except BrokenPipeError:  # output piped into `head` or `grep -q`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:  # before training started, or during eval: nothing to save
-        sys.stderr.write(f"ppolab {ns.command}: interrupted\n")
+        sys.stderr.write(f"ppolab {ns.subcommand}: interrupted\n")
         return 130
 
 

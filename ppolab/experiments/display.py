@@ -50,11 +50,18 @@ def _parse_time(stamp: str | None) -> dt.datetime | None:
 def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
     state = SweepState.read(sweep_dir)
     now = dt.datetime.now().astimezone()
+    slurm_job = (state.data.get("slurm") or {}).get("job_id") if state else None
+    slurm_states: dict[int, str] = {}
+    if slurm_job:
+        from ppolab.ops.slurm import task_states
+
+        slurm_states = task_states(slurm_job)
     rows = []
     for i, p in enumerate(planned, start=1):
         entry = state.runs.get(p.name) if state else None
+        slurm_cell = [f"{slurm_job}_{i - 1} {slurm_states.get(i - 1, 'gone')}"] if slurm_job else []
         if entry is None:
-            rows.append([str(i), p.name, "pending", f"0/{p.config.get('n_itr', 20000)}", "-", "-", "-"])
+            rows.append([str(i), p.name, "pending", f"0/{p.config.get('n_itr', 20000)}", "-", "-", "-", *slurm_cell])
             continue
         n_itr = p.config.get("n_itr", 20000)
         metrics = sweep_dir / entry["run_dir"] / "metrics.jsonl"
@@ -78,10 +85,11 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
                 _duration(elapsed) if elapsed else "-",
                 eta,
                 f"{latest:.1f}" if latest is not None else "-",
+                *slurm_cell,
             ]
         )
     header = ["Run", "Name", "State", "Iteration", "Elapsed", "ETA", "Latest Reward"]
-    return table(header, rows)
+    return table(header + (["Slurm"] if slurm_job else []), rows)
 
 
 def _duration(seconds: float | None) -> str:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ppolab.experiments.spec import SweepSpec
+from ppolab.errors import UserError
+from ppolab.experiments.spec import SweepSpec, load_sweep
 from ppolab.ppo.config import TrainConfig, flag
 
 RUNS_DIR = "runs"
@@ -95,3 +96,13 @@ def total_steps(planned: list[PlannedRun]) -> int:
         cfg = TrainConfig(**p.config)
         steps += cfg.n_itr * cfg.batch_size
     return steps
+
+
+def load_plan(sweep_dir: Path) -> tuple[SweepSpec, list[PlannedRun]]:
+    """The validated sweep file and its expanded runs."""
+    spec = load_sweep(sweep_dir)
+    planned = expand(spec, sweep_dir)
+    dupes = duplicate_names(planned)
+    if dupes:
+        raise UserError(f"{sweep_dir}: runs expand to the same name '{dupes[0]}'; rename a run")
+    return spec, planned

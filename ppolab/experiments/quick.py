@@ -1,4 +1,4 @@
-"""`ppolab experiment NAME --vary k=v1,v2 ...`: write the equivalent sweep.yaml from the command line."""
+"""Sweep files written from the command line: `ppolab experiment NAME --vary k=v1,v2 ...` and `ppolab matrix`."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ def parse_vary(items: list[str]) -> dict[str, list[Any]]:
     return grid
 
 
-def write_sweep(
-    root: Path, name: str, defaults: dict[str, Any], grid: dict[str, list[Any]], seeds: int | None, hypothesis: str
-) -> Path:
-    """Create (or find, if identical) experiments/sweeps/NAME/sweep.yaml; validate before it lands."""
-    doc = {
+def experiment_doc(
+    name: str, defaults: dict[str, Any], grid: dict[str, list[Any]], seeds: int | None, hypothesis: str
+) -> dict[str, Any]:
+    """The sweep file of `ppolab experiment`: one run over the grid, seeds 1..N."""
+    return {
         "metadata": {
             "name": name,
             "description": "Quick experiment from the command line (ppolab experiment)",
@@ -39,6 +39,10 @@ def write_sweep(
         **({"seeds": list(range(1, seeds + 1))} if seeds else {}),
         "runs": {"A": {"name": name, "config": {"experiment_tag": "${metadata.experiment_tag_prefix}"}, "grid": grid}},
     }
+
+
+def write_sweep(root: Path, name: str, doc: dict[str, Any]) -> Path:
+    """Create (or find, if identical) ROOT/NAME/sweep.yaml; validate before it lands."""
     text = yaml.safe_dump(doc, sort_keys=False)
     sweep_dir = root / name
     path = sweep_dir / SWEEP_FILE

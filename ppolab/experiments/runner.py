@@ -304,14 +304,14 @@ class _Scheduler:
                 ended=now(),
                 exit_code=code,
                 reason="run stopped",
-                summary=_summary(run_dir),
+                summary=summary_of(run_dir),
             )
             self.say(f"Run {act.index}/{self.total} {run.name} was stopped. Launch the sweep again to continue.")
             return 130
         final = "done" if code == 0 and reason is None else "failed"
         if reason is None and code != 0:
             reason = f"exit code {code}"
-        summary = _summary(run_dir)
+        summary = summary_of(run_dir)
         self.state.update(run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary)
         self.say(_status_line(act.index, self.total, run.name, final, time.time() - act.started, reason, summary))
         return code
@@ -329,7 +329,7 @@ class _Scheduler:
                 ended=now(),
                 exit_code=act.job.returncode,
                 reason=reason,
-                summary=_summary(run_dir),
+                summary=summary_of(run_dir),
             )
 
     def _wrap_up(self) -> int:
@@ -348,7 +348,7 @@ class _Scheduler:
         return 1 if failed else 0
 
 
-def _summary(run_dir: Path) -> dict | None:
+def summary_of(run_dir: Path) -> dict | None:
     s = summarize_run(run_dir)
     return s.as_dict() if s else None
 

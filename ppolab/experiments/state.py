@@ -19,9 +19,12 @@ so a reader never sees half a file, whatever kills the writer.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ from ppolab.errors import UserError
 from ppolab.ppo.run_files import atomic_write_text
 
 STATE_FILE = "state.json"
+LOCK_FILE = ".state.lock"
 STATES = ("pending", "running", "done", "failed", "interrupted")
 
 
@@ -118,3 +122,18 @@ class SweepState:
         if entry["state"] == "running" and local and not pid_alive(entry["pid"]):
             return "interrupted"
         return entry["state"]
+
+
+@contextmanager
+def locked(sweep_dir: Path, sweep_name: str, run_dirs: dict[str, str]) -> Iterator[SweepState]:
+    """Read, change and write state.json while other writers wait (Slurm array tasks on several nodes).
+
+    POSIX record locks (fcntl.lockf) go through NFS's lock manager and are honoured
+    by Lustre and GPFS, where a BSD flock may only lock the local node.
+    """
+    with open(sweep_dir / LOCK_FILE, "a+") as f:
+        fcntl.lockf(f, fcntl.LOCK_EX)
+        try:
+            yield SweepState.load(sweep_dir, sweep_name, run_dirs)
+        finally:
+            fcntl.lockf(f, fcntl.LOCK_UN)

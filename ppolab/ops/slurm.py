@@ -1,0 +1,239 @@
+"""Run a sweep as a Slurm job array: one array task per run, requeued and resumed when preempted.
+
+The generated script runs `ppolab slurm SWEEP_DIR --task $SLURM_ARRAY_TASK_ID` on the
+node. That task runs its run like the local runner does (resuming from `last.pt`
+when there is one) and records every transition in the sweep's state.json under
+a lock that holds across nodes. Slurm schedules, so tasks take no machine lock.
+
+Shortly before the time limit (`--signal=B:USR1@...`: a tenth of it, 1 to 10
+minutes), the task stops its run at the end of an iteration and requeues itself;
+the next start resumes it. On preemption Slurm sends SIGTERM and requeues the job
+itself (`--requeue`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ppolab.errors import UserError
+from ppolab.experiments.plan import LOGS_DIR, PlannedRun, load_plan
+from ppolab.experiments.runner import Job, prepare_run_dir, summary_of
+from ppolab.experiments.state import SweepState, locked, now
+from ppolab.ppo.run_files import atomic_write_text
+
+SCRIPT_NAME = "slurm.sbatch"
+TIME_RE = re.compile(r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")
+MEM_RE = re.compile(r"^\d+[KMGT]?$")
+
+
+@dataclass(frozen=True)
+class Resources:
+    partition: str | None = None
+    time: str = "24:00:00"
+    cpus_per_task: int = 2
+    gpus_per_task: int = 0
+    mem: str = "16G"
+    max_concurrent: int | None = None
+
+    def check(self) -> None:
+        if not TIME_RE.match(self.time):
+            raise UserError(f"--time {self.time}: write it as Slurm does, e.g. 24:00:00, 90:00 or 2-00:00:00")
+        if not MEM_RE.match(self.mem):
+            raise UserError(f"--mem {self.mem}: write it as Slurm does, e.g. 16G or 8000M")
+        if self.cpus_per_task < 1:
+            raise UserError("--cpus-per-task: must be at least 1")
+        if self.gpus_per_task < 0:
+            raise UserError("--gpus-per-task: must be 0 or more")
+        if self.max_concurrent is not None and self.max_concurrent < 1:
+            raise UserError("--max-concurrent: must be at least 1")
+
+
+def time_seconds(limit: str) -> int:
+    """Slurm's time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS."""
+    days, _, rest = limit.rpartition("-")
+    parts = [int(x) for x in rest.split(":")]
+    if days:
+        h, m, sec = (parts + [0, 0])[:3]
+    elif len(parts) == 3:
+        h, m, sec = parts
+    else:
+        h, m, sec = 0, parts[0], (parts + [0])[1]
+    return int(days or 0) * 86400 + h * 3600 + m * 60 + sec
+
+
+def warning_seconds(limit: str) -> int:
+    """How long before the limit a task is told to stop and requeue: a tenth of it, 60 s to 10 min."""
+    return max(60, min(600, time_seconds(limit) // 10))
+
+
+def array_spec(indices: list[int], max_concurrent: int | None) -> str:
+    """`0-3%2`, or `1,3` when only some runs are left."""
+    if indices == list(range(indices[0], indices[-1] + 1)):
+        spec = f"{indices[0]}-{indices[-1]}" if len(indices) > 1 else str(indices[0])
+    else:
+        spec = ",".join(map(str, indices))
+    return spec + (f"%{max_concurrent}" if max_concurrent else "")
+
+
+def render_script(sweep_dir: Path, sweep_name: str, indices: list[int], res: Resources) -> str:
+    sweep = sweep_dir.resolve()
+    lines = [
+        "#!/bin/bash",
+        f"# ppolab sweep '{sweep_name}': one array task per run (written by ppolab slurm)",
+        f"#SBATCH --job-name=ppolab-{re.sub(r'[^A-Za-z0-9_.-]', '-', sweep_name)}",
+        f"#SBATCH --array={array_spec(indices, res.max_concurrent)}",
+        f"#SBATCH --output={sweep / LOGS_DIR}/slurm-%A_%a.out",
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --cpus-per-task={res.cpus_per_task}",
+        f"#SBATCH --mem={res.mem}",
+        f"#SBATCH --time={res.time}",
+    ]
+    if res.partition:
+        lines.append(f"#SBATCH --partition={res.partition}")
+    if res.gpus_per_task:
+        lines.append(f"#SBATCH --gpus-per-task={res.gpus_per_task}")
+    lines += [
+        "#SBATCH --requeue",
+        f"#SBATCH --signal=B:USR1@{warning_seconds(res.time)}",
+        "",
+        "trap '' USR1  # until ppolab handles it: an early warning must not kill the task",
+        "export PYTHONUNBUFFERED=1",
+        f"cd {shlex.quote(str(Path.cwd()))}",
+        f'exec {shlex.quote(sys.executable)} -m ppolab slurm {shlex.quote(str(sweep))} --task "$SLURM_ARRAY_TASK_ID"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def runs_left(sweep_dir: Path, planned: list[PlannedRun]) -> list[int]:
+    state = SweepState.read(sweep_dir)
+    return [i for i, p in enumerate(planned) if not state or state.runs.get(p.name, {}).get("state") != "done"]
+
+
+def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: str, indices: list[int]) -> str:
+    """sbatch the script (kept in the sweep folder); record the job id in state.json."""
+    if not shutil.which("sbatch"):
+        raise UserError("--submit: sbatch is not on PATH; run this on a Slurm login node (or drop --submit)")
+    (sweep_dir / LOGS_DIR).mkdir(exist_ok=True)
+    path = sweep_dir / SCRIPT_NAME
+    atomic_write_text(path, script)
+    proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UserError(f"sbatch refused {path}: {proc.stderr.strip() or proc.stdout.strip()}")
+    job_id = proc.stdout.strip().split(";")[0]
+    with locked(sweep_dir, sweep_name, _run_dirs(planned)) as state:
+        state.data["slurm"] = {"job_id": job_id, "submitted": now(), "script": SCRIPT_NAME, "tasks": indices}
+        for i in indices:
+            entry = state.runs[planned[i].name]
+            if entry["state"] != "running":
+                entry.update(state="pending", reason=f"queued as Slurm job {job_id}_{i}")
+        state.save()
+    return job_id
+
+
+def _run_dirs(planned: list[PlannedRun]) -> dict[str, str]:
+    return {p.name: str(Path("runs") / p.name) for p in planned}
+
+
+def task_states(job_id: str) -> dict[int, str]:
+    """Slurm's state of each array task: squeue for queued and running ones, scontrol for recently ended ones."""
+    states: dict[int, str] = {}
+    try:
+        shown = subprocess.run(
+            ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10
+        ).stdout
+        for line in shown.splitlines():
+            task, st = re.search(r"ArrayTaskId=(\S+)", line), re.search(r"JobState=(\S+)", line)
+            if task and st and task.group(1).isdigit():
+                states[int(task.group(1))] = st.group(1)
+        queued = subprocess.run(
+            ["squeue", "-h", "-r", "-j", job_id, "-o", "%K %T"], capture_output=True, text=True, timeout=10
+        ).stdout
+        for line in queued.splitlines():
+            task, _, st = line.partition(" ")
+            if task.isdigit():
+                states[int(task)] = st.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return states
+
+
+class _Signals:
+    """What Slurm asked: USR1 = the time limit is near, TERM = preempted, requeued or cancelled."""
+
+    def __init__(self) -> None:
+        self.got: int | None = None
+        for sig in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._note)
+
+    def _note(self, signum: int, _frame) -> None:
+        self.got = self.got or signum
+
+
+def run_task(sweep_dir: Path, index: int) -> int:
+    """One array task: run (or resume) run number `index` of the sweep, recording its state."""
+    spec, planned = load_plan(sweep_dir)
+    if not 0 <= index < len(planned):
+        raise UserError(f"--task {index}: the sweep has runs 0..{len(planned) - 1}")
+    run, run_dirs = planned[index], _run_dirs(planned)
+    job_tag = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}"
+    signals = _Signals()
+    with locked(sweep_dir, spec.metadata.name, run_dirs) as state:
+        entry = state.runs[run.name]
+        if entry["state"] == "done":
+            print(f"Run {run.name} is already done; nothing to do.", flush=True)
+            return 0
+        argv, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.argv)
+        print(f"Slurm task {job_tag} on {socket.gethostname()}: {run.name}", flush=True)
+        print(f"$ {shlex.join(argv)}", flush=True)
+        job = Job(argv, sweep_dir / LOGS_DIR / f"{run.name}.log", sys.stdout)
+        state.update(
+            run.name,
+            state="running",
+            pid=job.pid,
+            host=socket.gethostname(),
+            slurm_task=job_tag,
+            started=now(),
+            ended=None,
+            exit_code=None,
+            attempts=entry["attempts"] + 1,
+            reason="resumed from its checkpoint" if resumed else None,
+        )
+    while job.poll() is None:
+        if signals.got is not None:
+            job.stop()
+            break
+        time.sleep(0.2)
+    code, _ = job.wait(None)
+    run_dir = sweep_dir / run_dirs[run.name]
+    if signals.got == signal.SIGUSR1:
+        requeue = subprocess.run(["scontrol", "requeue", os.environ.get("SLURM_JOB_ID", "")], capture_output=True)
+        final, reason = "pending", "stopped before the time limit; requeued, resumes from its checkpoint"
+        if requeue.returncode != 0:
+            final, reason = "interrupted", "stopped before the time limit; requeue failed, submit again to resume"
+    elif signals.got is not None:
+        final, reason = "interrupted", "stopped by Slurm (preempted, requeued or cancelled)"
+    else:
+        final, reason = ("done", None) if code == 0 else ("failed", f"exit code {code}")
+    with locked(sweep_dir, spec.metadata.name, run_dirs) as state:
+        state.update(run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary_of(run_dir))
+        all_ended = all(state.runs[p.name]["state"] in ("done", "failed") for p in planned)
+    print(f"Run {run.name}: {final}" + (f" ({reason})" if reason else ""), flush=True)
+    if all_ended and final in ("done", "failed"):  # the last task to end writes the sweep's report
+        from ppolab.analysis.report import write_report
+
+        try:
+            print(f"Report: {write_report(sweep_dir)}", flush=True)
+        except UserError as exc:
+            print(f"No report: {exc}", flush=True)
+    return 0 if final in ("done", "pending") else 1

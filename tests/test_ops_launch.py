@@ -1,0 +1,186 @@
+"""Preview-by-default launch commands: `ppolab matrix`, `ppolab container`, `ppolab cloud`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from test_ops import AWS_ID, AWS_SECRET, WANDB_SECRET, clean_env
+
+BASE = "ppolab train --n-itr 2 --num-procs 2 --max-traj-len 20 --minibatch-size 8 --eval-episodes 1"
+
+
+def ppolab(*args: str, cwd=REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ppolab", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_matrix_lists_every_env_for_one_seed_before_the_next_seed():
+    proc = ppolab("matrix", "--env-ids", "cartpole", "--num-seeds", "3", "--start-seed", "5", "--command", BASE)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# 3 commands: 1 envs x 3 seeds (5..7), seed-major")
+    assert lines[1:] == [f"{BASE} --env cartpole --seed {s}" for s in (5, 6, 7)]
+
+
+def test_matrix_order_is_seed_major_across_envs():
+    from ppolab.ops.matrix import Matrix
+
+    m = Matrix.from_command("ppolab train --n-itr 500", ["cartpole", "h1"], 2, 1)
+    assert m.cells() == [(1, "cartpole"), (1, "h1"), (2, "cartpole"), (2, "h1")]
+    assert m.commands()[1] == "ppolab train --n-itr 500 --env h1 --seed 1"
+
+
+@pytest.mark.parametrize(
+    "command,needle",
+    [
+        ("ppolab train --env cartpole", "--command sets --env"),
+        ("ppolab train --seed=3", "--command sets --seed"),
+        ("ppolab train --n-itr x", "--command: argument --n-itr"),
+        ("ppolab eval --path x", "not a train command"),
+    ],
+)
+def test_matrix_refuses_a_base_command_that_sets_what_it_varies(command, needle, tmp_path):
+    proc = ppolab("matrix", "--env-ids", "cartpole", "--command", command, "--format", "sweep", "--root", str(tmp_path))
+    assert proc.returncode == 2
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_matrix_needs_allow_parallel_for_more_than_one_worker_and_says_why(tmp_path):
+    proc = ppolab("matrix", "--env-ids", "cartpole", "--workers", "2", "--root", str(tmp_path))
+    assert proc.returncode == 2 and "--allow-parallel" in proc.stderr and "compute-bound" in proc.stderr
+    assert "compute-bound" in ppolab("matrix", "--help").stdout
+    assert not any(tmp_path.iterdir())
+
+
+def test_matrix_renders_a_slurm_script_without_writing_or_submitting(tmp_path):
+    proc = ppolab(
+        "matrix", "--env-ids", "cartpole", "--num-seeds", "4", "--command", BASE, "--format", "slurm",
+        "--max-concurrent", "2", "--root", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("#!/bin/bash\n")
+    assert "#SBATCH --array=0-3%2" in proc.stdout and "#SBATCH --requeue" in proc.stdout
+    assert not any(tmp_path.iterdir())
+
+
+def test_matrix_with_one_worker_runs_through_the_sweep_runner(tmp_path):
+    env = {**os.environ, "PPOLAB_LOCK_DIR": str(tmp_path)}
+    proc = ppolab(
+        "matrix", "--env-ids", "cartpole", "--num-seeds", "2", "--command", BASE, "--workers", "1", "--yes",
+        "--root", str(tmp_path / "sweeps"), "--name", "bench", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "sweeps" / "bench"
+    state = json.loads((sweep / "state.json").read_text())
+    assert list(state["runs"]) == ["cartpole-s1", "cartpole-s2"]
+    assert all(r["state"] == "done" for r in state["runs"].values())
+    assert (sweep / "results.md").is_file()
+    config = (sweep / "runs" / "cartpole-s2" / "config.yaml").read_text()
+    assert "seed: 2" in config and "n_itr: 2" in config
+
+
+def test_parallel_workers_run_jobs_side_by_side_when_allowed(tmp_path):
+    env = {**os.environ, "PPOLAB_LOCK_DIR": str(tmp_path)}
+    command = BASE.replace("--n-itr 2", "--n-itr 40")
+    proc = ppolab(
+        "matrix", "--env-ids", "cartpole", "--num-seeds", "2", "--command", command, "--workers", "2",
+        "--allow-parallel", "--yes", "--root", str(tmp_path / "sweeps"), "--name", "par", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = json.loads((tmp_path / "sweeps" / "par" / "state.json").read_text())["runs"]
+    a, b = runs["cartpole-s1"], runs["cartpole-s2"]
+    assert a["state"] == b["state"] == "done"
+    assert b["started"] <= a["ended"]  # the second started before the first ended
+    assert "[cartpole-s2] " in proc.stdout  # interleaved output says whose line it is
+
+
+def test_container_prints_commands_and_passes_secrets_by_name_only():
+    env = {**os.environ, "WANDB_API_KEY": WANDB_SECRET}
+    proc = ppolab("container", "--cuda", "cu128", "--push", "ghcr.io/lab", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("docker build -t ppolab:") and "--build-arg TORCH_VARIANT=cu128" in lines[0]
+    assert lines[0].endswith(str(REPO))
+    run = next(line for line in lines if line.startswith("docker run"))
+    assert "--gpus all" in run and "-e WANDB_API_KEY " in run
+    assert any(line.startswith("docker push ghcr.io/lab/ppolab:") for line in lines)
+    assert WANDB_SECRET not in proc.stdout + proc.stderr
+    assert "preview only" in lines[-1]
+    assert (REPO / "Dockerfile").read_text().count("ARG TORCH_VARIANT=cpu") == 1
+
+
+def test_container_execute_says_why_when_docker_cannot_build():
+    if _has("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        pytest.skip("a Docker engine is running here: --execute would really build")
+    proc = ppolab("container", "--execute")
+    assert proc.returncode == 2 and "--execute:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _has(cmd: str) -> bool:
+    import shutil
+
+    return shutil.which(cmd) is not None
+
+
+def _sweep(tmp_path):
+    d = tmp_path / "sweeps" / "c"
+    d.mkdir(parents=True)
+    (d / "sweep.yaml").write_text(
+        "metadata: {name: cloudy}\ndefaults: {env: cartpole, n_itr: 100}\nseeds: [1, 2]\n"
+        "runs: {A: {name: control}, B: {name: clip03, config: {clip: 0.3}}}\n"
+    )
+    return d
+
+
+def test_cloud_prints_a_job_definition_and_one_submission_per_run(tmp_path):
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ppolab/wandb-AbCdEf"
+    proc = ppolab(
+        "cloud", str(_sweep(tmp_path)), "--provider", "aws-batch", "--job-queue", "gpu-q", "--vcpus", "8",
+        "--memory", "32000", "--gpus", "1", "--retries", "4", "--secret", f"WANDB_API_KEY={arn}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    definition = doc["jobDefinition"]["containerProperties"]
+    assert {"type": "GPU", "value": "1"} in definition["resourceRequirements"]
+    assert definition["secrets"] == [{"name": "WANDB_API_KEY", "valueFrom": arn}]
+    assert doc["jobDefinition"]["retryStrategy"]["attempts"] == 4
+    jobs = doc["jobs"]
+    assert [j["jobName"] for j in jobs] == [
+        "cloudy-control-s1",
+        "cloudy-control-s2",
+        "cloudy-clip03-s1",
+        "cloudy-clip03-s2",
+    ]
+    assert all(j["jobQueue"] == "gpu-q" for j in jobs)
+    script = jobs[2]["containerOverrides"]["command"][2]
+    assert "--clip 0.3" in script and "--seed 1" in script and "--resume /mnt/ppolab/cloudy/runs/clip03-s1" in script
+
+
+def test_cloud_refuses_a_literal_secret_without_echoing_it(tmp_path):
+    proc = ppolab("cloud", str(_sweep(tmp_path)), "--secret", f"WANDB_API_KEY={WANDB_SECRET}")
+    assert proc.returncode == 2 and "--secret WANDB_API_KEY" in proc.stderr and "ARN" in proc.stderr
+    assert WANDB_SECRET not in proc.stdout + proc.stderr
+
+
+def test_cloud_execute_needs_ready_credentials(tmp_path):
+    sweep = _sweep(tmp_path)
+    proc = ppolab("cloud", str(sweep), "--execute", env=clean_env(tmp_path))
+    assert proc.returncode == 2 and "AWS credentials are missing" in proc.stderr
+    env = {**clean_env(tmp_path), "AWS_ACCESS_KEY_ID": AWS_ID, "AWS_SECRET_ACCESS_KEY": AWS_SECRET}
+    proc = ppolab("cloud", str(sweep), "--execute", env=env)
+    if not _has("aws"):
+        assert proc.returncode == 2 and "AWS CLI" in proc.stderr
+    assert AWS_SECRET not in proc.stdout + proc.stderr
