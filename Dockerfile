@@ -17,7 +17,7 @@ WORKDIR /opt/ppolab
 RUN pip install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "https://download.pytorch.org/whl/${TORCH_VARIANT}"
 COPY pyproject.toml README.md run_experiment.py ./
 COPY ppolab ./ppolab
-RUN pip install --no-cache-dir ".[tracking]"
+RUN pip install --no-cache-dir .
 
 # experiments (sweeps, runs, reports) live in the mounted working directory
 WORKDIR /work

@@ -71,6 +71,8 @@ def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
                 name = f"{base}-s{seed}" if seed is not None else base
                 changes = {k: v for k, v in config.items() if k not in spec.defaults or spec.defaults[k] != v}
                 changes.pop("experiment_tag", None)
+                if config.get("track") and not config.get("wandb_group"):
+                    config["wandb_group"] = spec.metadata.name  # W&B groups a sweep's runs together
                 planned.append(
                     PlannedRun(
                         name=name,

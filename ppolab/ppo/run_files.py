@@ -22,13 +22,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, flag
+
+if TYPE_CHECKING:
+    from ppolab.ppo.tracking import Tracker
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -154,9 +157,9 @@ def load_config(run_dir: Path) -> TrainConfig:
 
 
 class MetricsLog:
-    """metrics.jsonl plus TensorBoard scalars; on resume, drops records past the checkpoint."""
+    """metrics.jsonl, TensorBoard scalars and (with --track) W&B; on resume, drops records past the checkpoint."""
 
-    def __init__(self, run_dir: Path, resume_from: int | None = None) -> None:
+    def __init__(self, run_dir: Path, resume_from: int | None = None, tracker: Tracker | None = None) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.path = run_dir / "metrics.jsonl"
@@ -169,21 +172,24 @@ class MetricsLog:
             atomic_write_text(self.path, "".join(line + "\n" for line in kept))
         self.file = open(self.path, "a")
         self.tb = SummaryWriter(str(run_dir), purge_step=resume_from)
+        self.tracker = tracker
 
     def iteration(self, rec: dict) -> None:
         self._write({"type": "iteration", **rec})
-        step = rec["iteration"]
-        for key in ("mean_eprew", "mean_eplen"):
-            self.tb.add_scalar(f"charts/{key}", rec[key], step)
+        scalars = {f"charts/{k}": rec[k] for k in ("mean_eprew", "mean_eplen", "noise_std", "fps")}
         for key in ("actor_loss", "critic_loss", "mirror_loss", "kl", "entropy", "clip_fraction"):
-            self.tb.add_scalar(f"losses/{key}", rec[key], step)
-        self.tb.add_scalar("charts/noise_std", rec["noise_std"], step)
-        self.tb.add_scalar("charts/fps", rec["fps"], step)
+            scalars[f"losses/{key}"] = rec[key]
+        self._scalars(scalars, rec["iteration"])
 
     def evaluation(self, rec: dict) -> None:
         self._write({"type": "eval", **rec})
-        self.tb.add_scalar("eval/reward", rec["reward"], rec["iteration"])
-        self.tb.add_scalar("eval/length", rec["length"], rec["iteration"])
+        self._scalars({"eval/reward": rec["reward"], "eval/length": rec["length"]}, rec["iteration"])
+
+    def _scalars(self, scalars: dict[str, float], step: int) -> None:
+        for tag, value in scalars.items():
+            self.tb.add_scalar(tag, value, step)
+        if self.tracker is not None:
+            self.tracker.log(scalars, step)
 
     def _write(self, rec: dict) -> None:
         self.file.write(json.dumps(rec, allow_nan=True) + "\n")
@@ -192,6 +198,8 @@ class MetricsLog:
     def close(self) -> None:
         self.file.close()
         self.tb.close()
+        if self.tracker is not None:
+            self.tracker.close()
 
 
 def _complete_before(line: str, iteration: int) -> bool:

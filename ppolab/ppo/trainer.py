@@ -21,6 +21,7 @@ from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, gaussian_log_prob, s
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampler import LocalSampler
+from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, compute_gae, ppo_update
 
 UPDATE_STREAM = 3
@@ -129,7 +130,6 @@ def train(
     sampler = LocalSampler(cfg.env, cfg.num_slots, sampler_procs)  # forks workers: before any thread starts
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
-    metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None)
     eval_env = make_env(cfg.env, cfg.eval_episodes)
     console.header(
         {
@@ -155,6 +155,8 @@ def train(
     )
     for note in notes:
         console.line(note)
+    tracker = Tracker(cfg, run_dir, say=console.line)
+    metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None, tracker=tracker)
 
     previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
