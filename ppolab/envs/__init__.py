@@ -12,19 +12,23 @@ import os
 # ppolab renders headless (evaluation videos): EGL needs no display. It must be chosen before mujoco is imported.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from collections.abc import Callable  # noqa: E402
-from typing import Any
+from typing import Any  # noqa: E402
 
 from ppolab.envs.cartpole import CartpoleEnv  # noqa: E402
+from ppolab.envs.h1 import H1Env  # noqa: E402
 from ppolab.errors import UserError  # noqa: E402
 
-ENVS: dict[str, Callable[..., Any]] = {"cartpole": CartpoleEnv}
+ENVS: dict[str, Any] = {"cartpole": CartpoleEnv, "h1": H1Env}
 
 
-def make_env(name: str, num_envs: int) -> Any:
-    """Build a batch of `num_envs` instances of the named env."""
+def env_class(name: str) -> Any:
     try:
-        factory = ENVS[name]
+        return ENVS[name]
     except KeyError:
         raise UserError(f"unknown env {name!r}; choose one of: {', '.join(sorted(ENVS))}") from None
-    return factory(num_envs)
+
+
+def make_env(name: str, num_envs: int, overrides: dict[str, Any] | None = None) -> Any:
+    """Build a batch of `num_envs` instances of the named env, its configuration changed by `overrides`."""
+    cls = env_class(name)
+    return cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)

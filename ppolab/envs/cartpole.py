@@ -101,6 +101,7 @@ class CartpoleEnv:
     """A batch of cartpole swing-up envs. Observation: x, cos th, sin th, x_dot, th_dot."""
 
     name = "cartpole"
+    Config = CartpoleConfig
     obs_dim = 5
     act_dim = 1
     symmetry = None

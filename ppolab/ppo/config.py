@@ -43,6 +43,9 @@ class TrainConfig(BaseModel):
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
     continued: str | None = Field(None, description="start from pretrained weights: a run folder or actor .pt file")
+    yaml: str | None = Field(
+        None, description="YAML file overriding the env's configuration (gains, rewards, timing, randomisation)"
+    )
     track: bool = Field(False, description="also log to Weights & Biases (offline, to sync later, without an API key)")
     wandb_project: str = Field("ppolab", description="W&B project, with --track")
     wandb_entity: str | None = Field(None, description="W&B entity (user or team), with --track; default: yours")

@@ -41,7 +41,7 @@ def play(
     actor, meta = load_actor(path)
     steps = max_steps or meta["max_traj_len"]
     params = sampling_params(actor)
-    env = make_env(meta["env"], episodes)
+    env = make_env(meta["env"], episodes, meta.get("env_config"))
     returns, lengths = evaluate(env, params, seed=seed, steps=steps)
     out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
     for i, (r, n) in enumerate(zip(returns, lengths), start=1):
@@ -51,17 +51,25 @@ def play(
         f"(mean length {lengths.mean():.1f})\n"
     )
     if video:
-        frames = render_episode(meta["env"], params, seed=seed, steps=steps)
+        frames = render_episode(meta["env"], params, seed=seed, steps=steps, overrides=meta.get("env_config"))
         write_video(Path(video), frames, fps=round(1.0 / env.cfg.control_dt))
         out.write(f"Video of episode 1 ({len(frames)} frames) written to {video}\n")
     return returns, lengths
 
 
-def render_episode(env_name: str, params: dict, *, seed: int, steps: int, size: tuple[int, int] = (480, 640)):
+def render_episode(
+    env_name: str,
+    params: dict,
+    *,
+    seed: int,
+    steps: int,
+    size: tuple[int, int] = (480, 640),
+    overrides: dict | None = None,
+):
     """Frames of episode 1 (same initial state as in `play`), rendered headless."""
     import mujoco
 
-    env = make_env(env_name, 1)
+    env = make_env(env_name, 1, overrides)
     try:
         renderer = mujoco.Renderer(env.model, height=size[0], width=size[1])
     except Exception as exc:  # no GL: say which packages give one

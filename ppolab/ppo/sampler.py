@@ -36,11 +36,17 @@ def split_slots(total: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _worker_main(
-    conn: Connection, driver_end: Connection, env_name: str, first_slot: int, count: int, total: int
+    conn: Connection,
+    driver_end: Connection,
+    env_name: str,
+    overrides: dict | None,
+    first_slot: int,
+    count: int,
+    total: int,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
     driver_end.close()  # a forked worker inherits it; closed, recv() sees EOF as soon as the driver is gone
-    env = make_env(env_name, count)
+    env = make_env(env_name, count, overrides)
     while True:
         try:
             msg = conn.recv()
@@ -59,13 +65,15 @@ def _worker_main(
 class LocalSampler:
     """Samples all env slots each iteration with `procs` processes (the driver included)."""
 
-    def __init__(self, env_name: str, total_slots: int, procs: int | None = None) -> None:
+    def __init__(
+        self, env_name: str, total_slots: int, procs: int | None = None, overrides: dict | None = None
+    ) -> None:
         procs = max(1, min(procs or available_cores(), total_slots))
         self.total_slots = total_slots
         self.ranges = split_slots(total_slots, procs)
         self.procs = procs
         first, count = self.ranges[0]
-        self.env = make_env(env_name, count)
+        self.env = make_env(env_name, count, overrides)
         # fork: workers start in milliseconds with the modules already imported. They never touch torch,
         # so the parent's torch state is of no concern; elsewhere (no fork), spawn.
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
@@ -74,7 +82,7 @@ class LocalSampler:
         for first_slot, n in self.ranges[1:]:
             parent, child = ctx.Pipe()
             p = ctx.Process(
-                target=_worker_main, args=(child, parent, env_name, first_slot, n, total_slots), daemon=True
+                target=_worker_main, args=(child, parent, env_name, overrides, first_slot, n, total_slots), daemon=True
             )
             p.start()
             child.close()

@@ -12,7 +12,7 @@ from typing import TextIO
 import numpy as np
 import torch
 
-from ppolab.envs import make_env
+from ppolab.envs import env_config, make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.config import TrainConfig
@@ -41,10 +41,13 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def policy_meta(cfg: TrainConfig, env, kind: str, iteration: int, eval_reward: float | None) -> dict:
+def policy_meta(
+    cfg: TrainConfig, env, kind: str, iteration: int, eval_reward: float | None, env_overrides: dict | None
+) -> dict:
     return {
         "kind": kind,
         "env": cfg.env,
+        "env_config": env_overrides,
         "obs_dim": env.obs_dim,
         "act_dim": env.act_dim,
         "hidden_sizes": list(cfg.hidden_sizes),
@@ -100,7 +103,10 @@ def train(
     torch.set_num_threads(1)  # small networks: one thread is fastest, and results don't depend on cores
     torch.manual_seed(seed)
 
-    probe = make_env(cfg.env, 1)
+    env_overrides = env_config.load_saved(resume_dir, cfg.env) if resume_dir else None
+    if resume_dir is None:
+        env_overrides = env_config.load_overrides(cfg.env, cfg.yaml)
+    probe = make_env(cfg.env, 1, env_overrides)
     actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
     notes: list[str] = []
     if cfg.continued and resume_dir is None:
@@ -124,13 +130,16 @@ def train(
     system = system_info()
     if resume_dir is None:
         write_run_files(run_dir, cfg, system)
+        env_config.save(run_dir, env_overrides)
     else:
         record_resume(run_dir, start_itr)
 
-    sampler = LocalSampler(cfg.env, cfg.num_slots, sampler_procs)  # forks workers: before any thread starts
+    sampler = LocalSampler(
+        cfg.env, cfg.num_slots, sampler_procs, env_overrides
+    )  # forks workers: before any thread starts
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
-    eval_env = make_env(cfg.env, cfg.eval_episodes)
+    eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
     console.header(
         {
             "MuJoCo version": system["mujoco"],
@@ -247,12 +256,14 @@ def train(
                 reward, length = float(rets.mean()), float(lens.mean())
                 for kind, net in (("actor", actor), ("critic", critic)):
                     path = run_dir / f"{kind}_{itr}.pt"
-                    ckpt.save_policy(path, net, policy_meta(cfg, probe, kind, itr, reward))
+                    ckpt.save_policy(path, net, policy_meta(cfg, probe, kind, itr, reward, env_overrides))
                     console.line(f"Saved {kind} at {path}")
                 if best is None or reward > best[0]:
                     best = (reward, itr)
                     for kind, net in (("actor", actor), ("critic", critic)):
-                        ckpt.save_policy(run_dir / f"{kind}.pt", net, policy_meta(cfg, probe, kind, itr, reward))
+                        ckpt.save_policy(
+                            run_dir / f"{kind}.pt", net, policy_meta(cfg, probe, kind, itr, reward, env_overrides)
+                        )
                 seconds = time.perf_counter() - te
                 console.evaluation(length, reward, seconds)
                 metrics.evaluation({"iteration": itr, "reward": reward, "length": length, "time": seconds})

@@ -1,0 +1,116 @@
+"""Humanoid sampling speed against the raw physics ceiling of the same model.
+
+For each humanoid env: the ceiling is `mj_step(model, data, substeps)` in a bare
+loop (one control period per call, a fallen robot put back on its feet), run in
+one process per core, all cores at once. Sampling is `ppolab train`'s sampler
+with a trained-size policy (256 x 256) over 12 batched envs on all cores. The
+ratio is the share of the machine's physics throughput that sampling keeps.
+
+    python benchmarks/humanoid_speed.py [--envs h1] [--steps 400] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import time
+
+import mujoco
+import numpy as np
+
+from ppolab.envs import make_env
+from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.policy import sampling_params
+from ppolab.ppo.sampler import LocalSampler, available_cores
+from ppolab.ppo.trainer import build_networks
+
+HIDDEN = [256, 256]
+
+
+def _ceiling_worker(env_name: str, control_steps: int, queue) -> None:
+    env = make_env(env_name, 1)
+    b = env.batch
+    m, d = b.base, mujoco.MjData(b.base)
+    home = b.nominal_qpos
+    ctrl = home[b._act_qpos()]
+
+    def reset() -> None:
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = home
+        d.ctrl[:] = ctrl
+        mujoco.mj_forward(m, d)
+
+    reset()
+    height = b.layout.root_body
+    start = time.perf_counter()
+    for _ in range(control_steps):
+        mujoco.mj_step(m, d, b.substeps)
+        if d.xpos[height, 2] < 0.6:
+            reset()
+    queue.put(control_steps / (time.perf_counter() - start))
+
+
+def ceiling(env_name: str, control_steps: int, procs: int) -> float:
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    workers = [ctx.Process(target=_ceiling_worker, args=(env_name, control_steps, queue)) for _ in range(procs)]
+    for w in workers:
+        w.start()
+    rates = [queue.get() for _ in workers]
+    for w in workers:
+        w.join()
+    return float(sum(rates))
+
+
+def sampling(env_name: str, steps: int, repeats: int) -> tuple[float, int]:
+    cfg = TrainConfig(env=env_name, num_procs=12, max_traj_len=steps, hidden_sizes=HIDDEN)
+    probe = make_env(env_name, 1)
+    actor, _ = build_networks(cfg, probe.obs_dim, probe.act_dim)
+    params = sampling_params(actor)
+    sampler = LocalSampler(env_name, cfg.num_slots)
+    try:
+        sampler.sample(params, seed=0, stream=0, iteration=0, steps=steps)  # warm up
+        best = float("inf")
+        for k in range(1, repeats + 1):
+            t = time.perf_counter()
+            sampler.sample(params, seed=0, stream=0, iteration=k, steps=steps)
+            best = min(best, time.perf_counter() - t)
+    finally:
+        sampler.close()
+    return cfg.batch_size / best, sampler.procs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--envs", nargs="+", default=["h1"])
+    ap.add_argument("--steps", type=int, default=400, help="steps per env per iteration (default: 400)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+    cores = available_cores()
+    results = {}
+    for name in args.envs:
+        make_env(name, 1)  # build the model cache outside the timings
+        raw = ceiling(name, 12 * args.steps // cores, cores)
+        rate, procs = sampling(name, args.steps, args.repeats)
+        results[name] = {
+            "ceiling_steps_per_s": raw,
+            "sampling_steps_per_s": rate,
+            "ratio": rate / raw,
+            "processes": procs,
+            "cores": cores,
+        }
+        print(
+            f"{name}: sampling {rate:,.0f} env steps/s on {procs} processes; raw mj_step ceiling {raw:,.0f} "
+            f"control steps/s on {cores} cores; {100 * rate / raw:.0f}% of the ceiling"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, **results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    main()

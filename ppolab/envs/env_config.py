@@ -1,0 +1,91 @@
+"""`--yaml FILE`: override an env's configuration (gains, reward weights, timing, randomisation).
+
+The file holds a subset of the env's config keys, nested as in the env's config
+class; unknown keys are refused with the closest valid name. The run folder
+keeps the full resolved configuration in `env.yaml`, which `--resume` reuses.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ppolab.envs import env_class
+from ppolab.errors import UserError
+
+ENV_FILE = "env.yaml"
+
+
+def _closest(key: str, model: type[BaseModel]) -> str:
+    match = difflib.get_close_matches(key, list(model.model_fields), n=1)
+    return f"; did you mean '{match[0]}'?" if match else f"; valid keys: {', '.join(model.model_fields)}"
+
+
+def _submodel(model: type[BaseModel], path: tuple) -> type[BaseModel]:
+    for part in path:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            break
+        model = annotation
+    return model
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
+def validate(env: str, data: Any, source: str) -> dict[str, Any]:
+    """The overrides, checked against the env's config class; the full resolved config as a dict."""
+    cfg_cls = env_class(env).Config
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping of {env} config keys, got {type(data).__name__}")
+    try:  # merged into the defaults: `kp: {hip: 150}` changes the hip gain, not the whole table
+        return cfg_cls(**_merge(cfg_cls().model_dump(mode="json"), data)).model_dump(mode="json")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(map(str, err["loc"]))
+        if err["type"] == "extra_forbidden":
+            parent = _submodel(cfg_cls, err["loc"][:-1])
+            hint = _closest(str(err["loc"][-1]), parent)
+            raise UserError(f"{source}: unknown key '{where}' for env {env}{hint}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise UserError(f"{source}: {where}: {msg} (got {err['input']!r})") from None
+
+
+def load_overrides(env: str, path: str | None) -> dict[str, Any] | None:
+    """The env configuration a `--yaml` file asks for (None: the env's defaults)."""
+    if path is None:
+        return None
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"--yaml {path}: no such file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise UserError(f"--yaml {path}: not valid YAML{line}") from None
+    return validate(env, data, path)
+
+
+def save(run_dir: Path, overrides: dict[str, Any] | None) -> None:
+    from ppolab.ppo.run_files import atomic_write_text
+
+    if overrides is not None:
+        atomic_write_text(run_dir / ENV_FILE, yaml.safe_dump(overrides, sort_keys=False))
+
+
+def load_saved(run_dir: Path, env: str) -> dict[str, Any] | None:
+    path = run_dir / ENV_FILE
+    if not path.exists():
+        return None
+    return validate(env, yaml.safe_load(path.read_text()), str(path))

@@ -1,0 +1,240 @@
+"""What every humanoid task shares: PD-controlled legs, a held upper body, batched state, randomisation.
+
+The policy outputs joint-position offsets from a nominal pose for the leg joints,
+smoothed with the previous action. MuJoCo position servos with torque limits
+(one general actuator per joint: gain kp, bias -kp q - kd qdot, clamped force)
+are the PD controller, computed in C at the physics rate (1 kHz); the policy
+acts at the control rate (40 Hz), one `mj_step(model, data, 25)` call per env.
+Arms, torso and waist have servos too, with a fixed target: they hold their pose.
+
+Randomness inside an episode (observation noise, pushes) comes from a per-env
+generator seeded by `reset_one`, so an env's trajectory depends only on its own
+seed and actions, never on the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Randomization(BaseModel):
+    """Domain randomisation, drawn per env at every reset (pushes: during the episode)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    obs_noise: float = Field(0.01, ge=0, description="std of Gaussian noise added to each observation")
+    push_force: float = Field(60.0, ge=0, description="largest horizontal push on the root, in N")
+    push_interval: float = Field(3.0, gt=0, description="mean seconds between pushes")
+    push_duration: float = Field(0.1, gt=0, description="seconds a push lasts")
+    friction: tuple[float, float] = (0.7, 1.3)
+    damping: tuple[float, float] = (0.8, 1.2)
+    mass: tuple[float, float] = (0.95, 1.05)
+
+
+class HumanoidConfig(BaseModel):
+    """Timing, gains, action shaping and initial-state noise; each task adds its own reward weights."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    physics_dt: float = Field(0.001, gt=0)
+    control_dt: float = Field(0.025, gt=0)
+    kp: dict[str, float] = Field(description="position gain per joint-name part (first match wins)")
+    kd: dict[str, float] = Field(description="velocity gain per joint-name part (first match wins)")
+    action_scale: float = Field(0.5, gt=0, description="radians of joint offset per unit of action")
+    action_smoothing: float = Field(0.5, gt=0, le=1, description="weight of the new action against the previous")
+    init_joint_noise: float = Field(0.02, ge=0, description="radians of noise on the initial joint angles")
+    randomization: Randomization = Randomization()
+
+
+def gain(table: dict[str, float], joint: str) -> float:
+    for part, value in table.items():
+        if part in joint:
+            return value
+    raise KeyError(f"no gain for joint {joint!r}; gains are given for {', '.join(table)}")
+
+
+def add_servos(
+    spec: mujoco.MjSpec, joints: list[str], kp: dict[str, float], kd: dict[str, float], limits: dict[str, float]
+) -> None:
+    """A PD position servo on each joint, its torque clamped to the joint's limit."""
+    for name in joints:
+        p, d = gain(kp, name), gain(kd, name)
+        act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        act.gainprm[0] = p
+        act.biasprm[0:3] = [0.0, -p, -d]
+        act.forcerange = [-limits[name], limits[name]]
+        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+
+
+def roll_pitch(quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Roll and pitch of (n, 4) quaternions (w, x, y, z)."""
+    w, x, y, z = quat.T
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    return roll, pitch
+
+
+@dataclass
+class RobotLayout:
+    """Indices into a humanoid model, resolved once by name."""
+
+    leg_joints: list[str]
+    held_joints: list[str]
+    leg_qpos: np.ndarray  # qpos index of each leg joint
+    leg_qvel: np.ndarray
+    leg_act: np.ndarray  # actuator index of each leg joint
+    held_act: np.ndarray
+    root_body: int
+    upper_body: int  # the body whose orientation "upright" rewards
+    floor_geoms: set[int]
+    torque_limit: np.ndarray  # per leg joint
+
+    @classmethod
+    def resolve(
+        cls, model: mujoco.MjModel, legs: list[str], held: list[str], root: str, upper: str, floor: str
+    ) -> RobotLayout:
+        jnt = [model.joint(n) for n in legs]
+        return cls(
+            leg_joints=legs,
+            held_joints=held,
+            leg_qpos=np.array([j.qposadr[0] for j in jnt]),
+            leg_qvel=np.array([j.dofadr[0] for j in jnt]),
+            leg_act=np.array([model.actuator(n).id for n in legs]),
+            held_act=np.array([model.actuator(n).id for n in held], dtype=int),
+            root_body=model.body(root).id,
+            upper_body=model.body(upper).id,
+            floor_geoms={model.geom(floor).id},
+            torque_limit=np.array([model.actuator(n).forcerange[1] for n in legs]),
+        )
+
+
+class HumanoidBatch:
+    """`num_envs` copies of a humanoid: leg servos driven by actions, state gathered into arrays.
+
+    Each env owns its MjModel copy when randomisation is on (masses, friction and
+    damping differ per env); otherwise all share one.
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        layout: RobotLayout,
+        cfg: HumanoidConfig,
+        num_envs: int,
+        nominal_qpos: np.ndarray,
+    ) -> None:
+        self.base = model
+        self.layout = layout
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.substeps = round(cfg.control_dt / cfg.physics_dt)
+        rand = cfg.randomization.enabled
+        self.models = [copy.copy(model) if rand else model for _ in range(num_envs)]
+        self.datas = [mujoco.MjData(m) for m in self.models]
+        self.nominal_qpos = nominal_qpos
+        self.nominal_leg = nominal_qpos[layout.leg_qpos]
+        self.rngs = [np.random.default_rng(i) for i in range(num_envs)]
+        self.prev_action = np.zeros((num_envs, len(layout.leg_joints)))
+        self.push = np.zeros((num_envs, 3))
+        self.push_left = np.zeros(num_envs, dtype=int)
+        n = num_envs
+        self.qpos = np.zeros((n, model.nq))
+        self.qvel = np.zeros((n, model.nv))
+        self.torque = np.zeros((n, len(layout.leg_joints)))
+        self.upper_z = np.zeros(n)  # z component of the upper body's up axis (1 = upright)
+        self.self_contact = np.zeros(n, dtype=bool)
+        self.foot_force = None  # tasks that need more state gather it in `gather_extra`
+
+    # -- resets ---------------------------------------------------------------
+    def reset_one(self, i: int, rng: np.random.Generator) -> None:
+        cfg, m, d = self.cfg, self.models[i], self.datas[i]
+        self.rngs[i] = np.random.default_rng(rng.integers(2**63))
+        r = cfg.randomization
+        if r.enabled:
+            b = self.base
+            m.body_mass[:] = b.body_mass * rng.uniform(*r.mass, size=b.nbody)
+            m.geom_friction[:, 0] = b.geom_friction[:, 0] * rng.uniform(*r.friction)
+            m.dof_damping[:] = b.dof_damping * rng.uniform(*r.damping, size=b.nv)
+        mujoco.mj_resetData(m, d)
+        qpos = self.nominal_qpos.copy()
+        qpos[self.layout.leg_qpos] += rng.normal(0.0, cfg.init_joint_noise, size=len(self.layout.leg_qpos))
+        d.qpos[:] = qpos
+        d.ctrl[:] = qpos[self._act_qpos()]
+        mujoco.mj_forward(m, d)
+        self.prev_action[i] = 0.0
+        self.push[i] = 0.0
+        self.push_left[i] = 0
+        self._gather(i)
+
+    def _act_qpos(self) -> np.ndarray:
+        if not hasattr(self, "_act_qpos_idx"):
+            m = self.base
+            self._act_qpos_idx = np.array([m.jnt_qposadr[m.actuator_trnid[a, 0]] for a in range(m.nu)])
+        return self._act_qpos_idx
+
+    # -- stepping -------------------------------------------------------------
+    def apply(self, action: np.ndarray) -> np.ndarray:
+        """Step every env one control period with the given leg actions; returns the smoothed actions."""
+        cfg, lay, k = self.cfg, self.layout, self.substeps
+        a = np.clip(action, -1.0, 1.0)
+        smoothed = cfg.action_smoothing * a + (1.0 - cfg.action_smoothing) * self.prev_action
+        targets = self.nominal_leg + cfg.action_scale * smoothed
+        r = cfg.randomization
+        push_on = r.enabled and r.push_force > 0
+        push_steps = max(1, round(r.push_duration / cfg.control_dt))
+        p_start = cfg.control_dt / r.push_interval
+        step = mujoco.mj_step
+        for i in range(self.num_envs):
+            m, d = self.models[i], self.datas[i]
+            d.ctrl[lay.leg_act] = targets[i]
+            if push_on:
+                self._update_push(i, d, p_start, push_steps, r.push_force)
+            step(m, d, k)
+            self._gather(i)
+        self.prev_action = smoothed
+        return smoothed
+
+    def _update_push(self, i: int, d: mujoco.MjData, p_start: float, steps: int, force: float) -> None:
+        if self.push_left[i] > 0:
+            self.push_left[i] -= 1
+            if self.push_left[i] == 0:
+                d.xfrc_applied[self.layout.root_body, :3] = 0.0
+        elif self.rngs[i].random() < p_start:
+            angle = self.rngs[i].uniform(0, 2 * np.pi)
+            magnitude = self.rngs[i].uniform(0.5, 1.0) * force
+            d.xfrc_applied[self.layout.root_body, :2] = magnitude * np.array([np.cos(angle), np.sin(angle)])
+            self.push_left[i] = steps
+
+    def _gather(self, i: int) -> None:
+        d, lay = self.datas[i], self.layout
+        self.qpos[i] = d.qpos
+        self.qvel[i] = d.qvel
+        self.torque[i] = d.actuator_force[lay.leg_act]
+        self.upper_z[i] = d.xmat[lay.upper_body, 8]
+        n = d.ncon
+        if n:
+            g = d.contact.geom[:n]
+            floor = list(lay.floor_geoms)
+            self.self_contact[i] = bool(np.any(~np.isin(g[:, 0], floor) & ~np.isin(g[:, 1], floor)))
+        else:
+            self.self_contact[i] = False
+        self.gather_extra(i, d)
+
+    def gather_extra(self, i: int, d: mujoco.MjData) -> None:
+        """Hook for task-specific per-env state (foot forces, site positions)."""
+
+    # -- observations -----------------------------------------------------------
+    def noisy(self, obs: np.ndarray) -> np.ndarray:
+        std = self.cfg.randomization.obs_noise if self.cfg.randomization.enabled else 0.0
+        if std > 0:
+            obs = obs + np.stack([r.normal(0.0, std, size=obs.shape[1]) for r in self.rngs])
+        return obs.astype(np.float32)

@@ -1,0 +1,72 @@
+"""Compiled robot models, cached on disk and shared by every run of the user.
+
+Building a humanoid with MjSpec (parsing, editing, compiling meshes) takes
+seconds; every sampling process and every run needs the same model. The cache
+key is a hash of everything the model is made from: the source files' bytes,
+the builder's own code and its parameters. A changed input gives a new key, so
+a stale entry is never read. Entries are written to a temp file and renamed,
+and carry their own checksum in the name, so a truncated or corrupt file is
+detected, discarded and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import mujoco
+
+FORMAT = "1"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("PPOLAB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ppolab"
+    )
+    return Path(root) / "models"
+
+
+def content_key(name: str, sources: Iterable[Path], builder: Callable[..., Any], params: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    h.update(f"{FORMAT}\0{name}\0{mujoco.__version__}\0".encode())
+    for path in sorted(sources):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    h.update(inspect.getsource(inspect.getmodule(builder)).encode())
+    h.update(json.dumps(params, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:24]
+
+
+def load_or_build(
+    name: str, sources: Iterable[Path], builder: Callable[..., mujoco.MjModel], params: dict[str, Any]
+) -> mujoco.MjModel:
+    """The model `builder(**params)` makes, from the cache when an intact entry for the same inputs exists."""
+    sources = list(sources)
+    key = content_key(name, sources, builder, params)
+    folder = cache_dir()
+    for path in folder.glob(f"{name}-{key}-*.mjb"):
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest()[:16] == path.stem.rsplit("-", 1)[-1]:
+            try:
+                return mujoco.MjModel.from_binary_path(str(path))
+            except Exception:  # written by another MuJoCo build, say: rebuild
+                pass
+        path.unlink(missing_ok=True)  # corrupt: rebuild below
+    model = builder(**params)
+    tmp: str | None = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".tmp")
+        os.close(fd)
+        mujoco.mj_saveModel(model, tmp, None)
+        digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()[:16]
+        os.replace(tmp, folder / f"{name}-{key}-{digest}.mjb")
+    except OSError:  # a read-only cache folder: build every time, never fail because of the cache
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+    return model

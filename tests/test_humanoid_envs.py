@@ -1,0 +1,134 @@
+"""Humanoid envs: shapes, rewards, terminations, determinism, the model cache and --yaml overrides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run_ppolab
+
+from ppolab.envs import make_env
+from ppolab.envs.h1 import H1Config, H1Env
+from ppolab.envs.humanoid import Randomization
+
+HUMANOIDS = ["h1"]
+
+
+@pytest.fixture(autouse=True)
+def model_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("PPOLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "model-cache"))
+
+
+def rollout(env, seed: int, steps: int, actions: np.ndarray | None = None):
+    rng = np.random.default_rng(seed)
+    for i in range(env.num_envs):
+        env.reset_one(i, rng)
+    out = []
+    for t in range(steps):
+        a = np.zeros((env.num_envs, env.act_dim)) if actions is None else actions[t]
+        obs, rew, term = env.step(a)
+        out.append((obs.copy(), rew.copy(), term.copy()))
+    return out
+
+
+@pytest.mark.parametrize("name", HUMANOIDS)
+def test_shapes_and_finite_rewards_within_range(name):
+    env = make_env(name, 3)
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        env.reset_one(i, rng)
+    assert env.observe().shape == (3, env.obs_dim) and env.observe().dtype == np.float32
+    actions = np.random.default_rng(1).uniform(-1, 1, size=(30, 3, env.act_dim))
+    for obs, rew, term in rollout(env, 0, 30, actions):
+        assert obs.shape == (3, env.obs_dim) and np.isfinite(obs).all()
+        assert rew.shape == (3,) and np.isfinite(rew).all() and (rew >= 0).all() and (rew <= 1.0 + 1e-9).all()
+        assert term.dtype == bool
+
+
+def test_h1_dimensions_match_the_task():
+    env = H1Env(1)
+    assert (env.obs_dim, env.act_dim) == (35, 10)
+
+
+def test_h1_falls_without_control_and_the_episode_ends():
+    env = H1Env(2, H1Config(randomization=Randomization(enabled=False)))
+    steps = rollout(env, 0, 200)
+    ended = np.array([term for _, _, term in steps]).any(axis=0)
+    assert ended.all()
+    assert (env.batch.qpos[:, 2] < 0.9).all()  # it ended because the root fell below 0.9 m
+
+
+def test_h1_standing_still_at_the_nominal_pose_pays_the_most():
+    env = H1Env(1, H1Config(randomization=Randomization(enabled=False), init_joint_noise=0.0))
+    first_reward = rollout(env, 0, 1)[0][1][0]
+    assert first_reward > 0.95
+
+
+@pytest.mark.parametrize("name", HUMANOIDS)
+def test_same_seed_same_rollout_whatever_the_batch(name):
+    actions = np.random.default_rng(2).uniform(-1, 1, size=(40, 3, make_env(name, 1).act_dim))
+    a = rollout(make_env(name, 3), 7, 40, actions)
+    b = rollout(make_env(name, 3), 7, 40, actions)
+    for (oa, ra, ta), (ob, rb, tb) in zip(a, b):
+        np.testing.assert_array_equal(oa, ob)
+        np.testing.assert_array_equal(ra, rb)
+        np.testing.assert_array_equal(ta, tb)
+    # env 0 alone, seeded as env 0 of the batch was: the same trajectory (pushes and noise included)
+    single = make_env(name, 1)
+    rng = np.random.default_rng(7)
+    single.reset_one(0, rng)
+    for t in range(40):
+        obs, rew, _ = single.step(actions[t][:1])
+        np.testing.assert_array_equal(obs[0], a[t][0][0])
+
+
+def test_the_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPOLAB_CACHE_DIR", str(tmp_path))
+    H1Env(1)
+    entries = list((tmp_path / "models").glob("h1-*.mjb"))
+    assert len(entries) == 1
+    stamp = entries[0].stat().st_mtime_ns
+    H1Env(1)
+    assert entries[0].stat().st_mtime_ns == stamp  # read, not rewritten
+    entries[0].write_bytes(b"garbage")
+    env = H1Env(1)
+    assert env.model.nq == 26
+    fresh = list((tmp_path / "models").glob("h1-*.mjb"))
+    assert len(fresh) == 1 and fresh[0].read_bytes() != b"garbage"
+    # a different configuration that changes the model gets its own entry
+    H1Env(1, H1Config(kp={"hip": 150.0, "knee": 300.0, "ankle": 40.0, "torso": 300.0, "shoulder": 100.0,
+                          "elbow": 100.0}))  # fmt: skip
+    assert len(list((tmp_path / "models").glob("h1-*.mjb"))) == 2
+
+
+def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp_path):
+    import yaml
+
+    good = tmp_path / "env.yaml"
+    good.write_text("kp: {hip: 150}\nrandomization: {enabled: false}\ncontrol_dt: 0.02\n")
+    proc = run_ppolab(
+        "train", "--env", "h1", "--yaml", str(good), "--n-itr", "1", "--num-procs", "2", "--max-traj-len", "20",
+        "--minibatch-size", "8", "--eval-episodes", "1", "--seed", "1", "--logdir", str(tmp_path / "logs"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (tmp_path / "logs").iterdir()
+    saved = yaml.safe_load((run_dir / "env.yaml").read_text())
+    assert saved["kp"]["hip"] == 150 and saved["kp"]["knee"] == 300 and saved["control_dt"] == 0.02
+    assert saved["randomization"]["enabled"] is False
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("randomization: {push_forse: 3}\n")
+    proc = run_ppolab("train", "--env", "h1", "--yaml", str(bad), "--logdir", str(tmp_path / "bad-logs"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"ppolab train: error: {bad}: unknown key 'randomization.push_forse' for env h1; did you mean 'push_force'?"
+    )
+    assert not (tmp_path / "bad-logs").exists()
+
+
+def test_a_few_training_iterations_of_h1(tmp_path):
+    proc = run_ppolab(
+        "train", "--env", "h1", "--n-itr", "3", "--num-procs", "2", "--max-traj-len", "30", "--minibatch-size", "16",
+        "--eval-episodes", "2", "--seed", "1", "--logdir", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Training finished." in proc.stdout
