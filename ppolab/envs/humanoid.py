@@ -95,7 +95,7 @@ class RobotLayout:
     held_act: np.ndarray
     root_body: int
     upper_body: int  # the body whose orientation "upright" rewards
-    floor_geoms: set[int]
+    floor_geom: int
     torque_limit: np.ndarray  # per leg joint
 
     @classmethod
@@ -112,7 +112,7 @@ class RobotLayout:
             held_act=np.array([model.actuator(n).id for n in held], dtype=int),
             root_body=model.body(root).id,
             upper_body=model.body(upper).id,
-            floor_geoms={model.geom(floor).id},
+            floor_geom=model.geom(floor).id,
             torque_limit=np.array([model.actuator(n).forcerange[1] for n in legs]),
         )
 
@@ -221,10 +221,9 @@ class HumanoidBatch:
         self.torque[i] = d.actuator_force[lay.leg_act]
         self.upper_z[i] = d.xmat[lay.upper_body, 8]
         n = d.ncon
-        if n:
+        if n:  # a contact that involves no floor geom is the robot touching itself
             g = d.contact.geom[:n]
-            floor = list(lay.floor_geoms)
-            self.self_contact[i] = bool(np.any(~np.isin(g[:, 0], floor) & ~np.isin(g[:, 1], floor)))
+            self.self_contact[i] = bool(((g[:, 0] != lay.floor_geom) & (g[:, 1] != lay.floor_geom)).any())
         else:
             self.self_contact[i] = False
         self.gather_extra(i, d)

@@ -13,8 +13,16 @@ import os
 import signal
 from multiprocessing.connection import Connection
 
+from threadpoolctl import threadpool_limits
+
 from ppolab.envs import make_env
 from ppolab.ppo.rollout import Trajectories, collect
+
+
+def one_blas_thread() -> None:
+    """Policy inference is many small matmuls: BLAS threads in every sampling process only fight over
+    the cores (measured: 2.5x slower sampling on 2 cores with a 256 x 256 policy)."""
+    threadpool_limits(1, user_api="blas")
 
 
 def available_cores() -> int:
@@ -46,6 +54,7 @@ def _worker_main(
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
     driver_end.close()  # a forked worker inherits it; closed, recv() sees EOF as soon as the driver is gone
+    one_blas_thread()
     env = make_env(env_name, count, overrides)
     while True:
         try:
@@ -73,6 +82,7 @@ class LocalSampler:
         self.ranges = split_slots(total_slots, procs)
         self.procs = procs
         first, count = self.ranges[0]
+        one_blas_thread()
         self.env = make_env(env_name, count, overrides)
         # fork: workers start in milliseconds with the modules already imported. They never touch torch,
         # so the parent's torch state is of no concern; elsewhere (no fork), spawn.
