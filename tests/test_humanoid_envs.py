@@ -10,7 +10,7 @@ from ppolab.envs import make_env
 from ppolab.envs.h1 import H1Config, H1Env
 from ppolab.envs.humanoid import Randomization
 
-HUMANOIDS = ["h1"]
+HUMANOIDS = ["h1", "jvrc_walk"]
 
 
 @pytest.fixture(autouse=True)
@@ -44,9 +44,40 @@ def test_shapes_and_finite_rewards_within_range(name):
         assert term.dtype == bool
 
 
-def test_h1_dimensions_match_the_task():
-    env = H1Env(1)
-    assert (env.obs_dim, env.act_dim) == (35, 10)
+def test_dimensions_match_the_tasks():
+    assert (H1Env(1).obs_dim, H1Env(1).act_dim) == (35, 10)
+    walk = make_env("jvrc_walk", 1)
+    assert (walk.obs_dim, walk.act_dim) == (37, 12)
+    assert walk.model.nu == 12  # only the legs are actuated; the upper body is rigid
+
+
+def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
+    from ppolab.envs.jvrc import WalkConfig
+
+    env = make_env("jvrc_walk", 4, {"mode_interval": 0.1, "randomization": {"enabled": False}})
+    assert isinstance(env.cfg, WalkConfig) and env.cfg.mode_interval == 0.1
+    rng = np.random.default_rng(3)
+    for i in range(4):
+        env.reset_one(i, rng)
+    phases, modes = [env.phase.copy()], [env.mode.copy()]
+    for _ in range(20):
+        obs, _, _ = env.step(np.zeros((4, 12)))
+        phases.append(env.phase.copy())
+        modes.append(env.mode.copy())
+        np.testing.assert_allclose(obs[:, 29] ** 2 + obs[:, 30] ** 2, 1.0, atol=1e-5)  # sin/cos of the clock
+        assert (obs[:, 31:34].sum(axis=1) == 1).all()  # one mode
+    step = (phases[1] - phases[0]) % 1.0
+    np.testing.assert_allclose(step, env.cfg.control_dt / env.cfg.gait_period)
+    assert len({tuple(m) for m in modes}) > 1
+    standing = env.mode == 0
+    assert not env.swing()[standing].any()  # standing: both feet in stance
+
+
+def test_jvrc_walk_feet_carry_the_robot_at_the_start():
+    env = make_env("jvrc_walk", 1, {"randomization": {"enabled": False}, "init_joint_noise": 0.0})
+    rollout(env, 0, 2)
+    weight_share = env.batch.sensors[0, 0:2].sum() / env.weight
+    assert 0.7 < weight_share < 1.5  # the soles touch the floor and bear the body's weight
 
 
 def test_h1_falls_without_control_and_the_episode_ends():
@@ -125,9 +156,10 @@ def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp
     assert not (tmp_path / "bad-logs").exists()
 
 
-def test_a_few_training_iterations_of_h1(tmp_path):
+@pytest.mark.parametrize("name", HUMANOIDS)
+def test_a_few_training_iterations(name, tmp_path):
     proc = run_ppolab(
-        "train", "--env", "h1", "--n-itr", "3", "--num-procs", "2", "--max-traj-len", "30", "--minibatch-size", "16",
+        "train", "--env", name, "--n-itr", "3", "--num-procs", "2", "--max-traj-len", "30", "--minibatch-size", "16",
         "--eval-episodes", "2", "--seed", "1", "--logdir", str(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

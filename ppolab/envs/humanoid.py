@@ -152,7 +152,7 @@ class HumanoidBatch:
         self.torque = np.zeros((n, len(layout.leg_joints)))
         self.upper_z = np.zeros(n)  # z component of the upper body's up axis (1 = upright)
         self.self_contact = np.zeros(n, dtype=bool)
-        self.foot_force = None  # tasks that need more state gather it in `gather_extra`
+        self.sensors = np.zeros((n, model.nsensordata))  # task sensors (foot touch, foot velocity), computed in C
 
     # -- resets ---------------------------------------------------------------
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
@@ -226,10 +226,7 @@ class HumanoidBatch:
             self.self_contact[i] = bool(((g[:, 0] != lay.floor_geom) & (g[:, 1] != lay.floor_geom)).any())
         else:
             self.self_contact[i] = False
-        self.gather_extra(i, d)
-
-    def gather_extra(self, i: int, d: mujoco.MjData) -> None:
-        """Hook for task-specific per-env state (foot forces, site positions)."""
+        self.sensors[i] = d.sensordata
 
     # -- observations -----------------------------------------------------------
     def noisy(self, obs: np.ndarray) -> np.ndarray:

@@ -1,0 +1,91 @@
+"""Learning benchmark for the humanoid tasks: does each one learn?
+
+Trains the env (one run, sequential) and reports the mean episode length and
+reward over the first and the last 10 iterations, the evaluations, and a plot of
+both curves against iteration (benchmarks/results/<env>_learning.png). The run
+folder is kept (--logdir) so that `ppolab eval --path RUN --video out.mp4` can
+show the result.
+
+    python benchmarks/humanoid_learning.py --env h1 [--n-itr 300] [--seed 1] [--logdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SETTINGS = {
+    "h1": ["--hidden-sizes", "256", "256", "--lr", "3e-4", "--minibatch-size", "256", "--max-traj-len", "400"],
+}
+RESULTS = Path(__file__).parent / "results"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env", default="h1", choices=sorted(SETTINGS))
+    ap.add_argument("--n-itr", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--eval-freq", type=int, default=25)
+    ap.add_argument("--logdir", default="benchmarks/runs")
+    args = ap.parse_args()
+    run_name = f"{args.env}-learning-s{args.seed}"
+    run_dir = Path(args.logdir) / run_name
+    cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, *SETTINGS[args.env]]
+    cmd += ["--n-itr", str(args.n_itr), "--seed", str(args.seed), "--eval-freq", str(args.eval_freq)]
+    cmd += ["--logdir", args.logdir, "--run-name", run_name]
+    if (run_dir / "last.pt").exists():
+        cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
+
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    iters = [r for r in rows if r["type"] == "iteration"]
+    evals = [r for r in rows if r["type"] == "eval"]
+    first, last = iters[:10], iters[-10:]
+
+    def mean(rs: list[dict], key: str) -> float:
+        return sum(r[key] for r in rs) / len(rs)
+
+    summary = {
+        "env": args.env,
+        "iterations": len(iters),
+        "env_steps": iters[-1]["total_steps"],
+        "train_seconds": iters[-1]["total_time"],
+        "first10": {"mean_eplen": mean(first, "mean_eplen"), "mean_eprew": mean(first, "mean_eprew")},
+        "last10": {"mean_eplen": mean(last, "mean_eplen"), "mean_eprew": mean(last, "mean_eprew")},
+        "evals": [(e["iteration"], round(e["reward"], 1), e["length"]) for e in evals],
+        "command": " ".join(cmd[2:]),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot(iters, evals, RESULTS / f"{args.env}_learning.png", args.env)
+    print(json.dumps(summary, indent=2))
+
+
+def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    x = [r["iteration"] for r in iters]
+    ax1.plot(x, [r["mean_eplen"] for r in iters], lw=1, label="train")
+    ax1.plot([e["iteration"] for e in evals], [e["length"] for e in evals], "o-", label="eval")
+    ax1.set(xlabel="iteration", ylabel="mean episode length (steps)", title=f"{env}: episode length")
+    ax2.plot(x, [r["mean_eprew"] for r in iters], lw=1, label="train")
+    ax2.plot([e["iteration"] for e in evals], [e["reward"] for e in evals], "o-", label="eval")
+    ax2.set(xlabel="iteration", ylabel="mean episode reward", title=f"{env}: reward")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
