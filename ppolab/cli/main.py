@@ -10,6 +10,7 @@ from pathlib import Path
 from ppolab import __version__
 from ppolab.cli import ops_cli
 from ppolab.cli.args import InnerParser, Parser, add_model_flags, build
+from ppolab.envs import ENVS
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, flag
 
@@ -247,10 +248,21 @@ def run_train(ns: argparse.Namespace) -> int:
         if "env" not in given:
             raise UserError("--env is required (or --resume RUN_DIR)")
         cfg = build(TrainConfig, given)
+        _check_mirror(cfg, given)
         if cfg.continued:
             _check_policy_file("--continued", Path(cfg.continued))
     _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs)
     return 0 if completed else 130
+
+
+def _check_mirror(cfg: TrainConfig, given: dict) -> None:
+    """Asking for a mirror loss on an env with no symmetry is a mistake worth one clear line."""
+    if "mirror_coeff" in given and ENVS[cfg.env].symmetry is None:
+        with_symmetry = sorted(n for n, c in ENVS.items() if c.symmetry is not None)
+        raise UserError(
+            f"--mirror-coeff: env {cfg.env} has no mirror symmetry; drop the flag "
+            f"(the mirror loss is for {', '.join(with_symmetry)})"
+        )
 
 
 def _check_policy_file(option: str, path: Path) -> None:

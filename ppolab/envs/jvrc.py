@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, add_servos, roll_pitch
 from ppolab.envs.model_cache import load_or_build
+from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
 from ppolab.errors import UserError
 
 SIDES = ("R", "L")
@@ -155,6 +156,25 @@ class WalkConfig(JvrcConfig):
 
 
 MODES = ("standing", "in_place", "forward")
+ROLL_YAW_PARTS = [1, 2, 4]  # HIP_R, HIP_Y, ANKLE_R: they turn the other way in a mirror
+
+
+def robot_state_mirror() -> tuple[list[tuple[int, int]], list[int]]:
+    """Swaps and flips of the state every JVRC task observes first (29 entries): roll, pitch,
+    angular velocity (3), leg positions (12), leg velocities (12)."""
+    swaps, negate = [], [0, 2, 4]  # roll, roll rate, yaw rate
+    for first in (5, 17):
+        s, n = leg_mirror(first, 6, ROLL_YAW_PARTS)
+        swaps += s
+        negate += n
+    return swaps, negate
+
+
+def walk_symmetry() -> Symmetry:
+    swaps, negate = robot_state_mirror()
+    negate += [29, 30, 34, 36]  # clock half a cycle on (sin, cos), command yaw rate and vy
+    act_swaps, act_negate = leg_mirror(0, 6, ROLL_YAW_PARTS)
+    return Symmetry(SignedPermutation.build(37, swaps, negate), SignedPermutation.build(12, act_swaps, act_negate))
 
 
 class JvrcWalkEnv:
@@ -165,6 +185,7 @@ class JvrcWalkEnv:
     obs_dim = 37
     act_dim = 12
     camera = "track"
+    symmetry = walk_symmetry()
 
     def __init__(self, num_envs: int, config: WalkConfig | None = None) -> None:
         self.cfg = cfg = config or WalkConfig()

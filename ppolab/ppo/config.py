@@ -41,6 +41,7 @@ class TrainConfig(BaseModel):
     seed: int | None = Field(None, ge=0, description="random seed (default: drawn at random and recorded)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="device for the update (sampling is on CPU)")
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
+    mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
     continued: str | None = Field(None, description="start from pretrained weights: a run folder or actor .pt file")
     yaml: str | None = Field(

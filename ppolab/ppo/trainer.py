@@ -22,7 +22,7 @@ from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.tracking import Tracker
-from ppolab.ppo.update import Batch, FlatAdam, Hyper, compute_gae, ppo_update
+from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror, compute_gae, ppo_update
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
@@ -169,6 +169,12 @@ def train(
 
     previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
+    mirror = None
+    if cfg.mirror and cfg.mirror_coeff > 0 and probe.symmetry is not None:
+        act = probe.symmetry.act
+        mirror = Mirror(
+            torch.from_numpy(act.perm).to(device), torch.from_numpy(act.sign).float().to(device), cfg.mirror_coeff
+        )
     t_start = time.perf_counter()
     itr = start_itr
     interrupted = False
@@ -211,7 +217,12 @@ def train(
             advantages, returns = compute_gae(
                 traj.rewards, values, next_values, traj.terminated, traj.ended, cfg.gamma, cfg.lam
             )
+            if mirror is not None:
+                with torch.no_grad():
+                    raw = traj.obs.reshape(steps * slots, -1)
+                    mirror_obs = actor.norm(torch.from_numpy(probe.symmetry.obs(raw).astype(np.float32)).to(device))
             batch = Batch(
+                mirror_obs=mirror_obs if mirror is not None else None,
                 obs=obs,
                 actions=actions,
                 logprobs=logprobs,
@@ -222,7 +233,9 @@ def train(
             )
 
             # optimise
-            stats = ppo_update(actor, critic, optimizer, batch, hp, np.random.default_rng([seed, UPDATE_STREAM, itr]))
+            stats = ppo_update(
+                actor, critic, optimizer, batch, hp, np.random.default_rng([seed, UPDATE_STREAM, itr]), mirror
+            )
             actor.norm.update(traj.obs)
             t2 = time.perf_counter()
 
@@ -238,7 +251,6 @@ def train(
                 "mean_eprew": mean_eprew,
                 "mean_eplen": mean_eplen,
                 **stats,
-                "mirror_loss": 0.0,
                 "steps": steps * slots,
                 "sample_time": t1 - t0,
                 "optimizer_time": t2 - t1,

@@ -47,6 +47,16 @@ class Batch:
     returns: torch.Tensor
     old_mean: torch.Tensor
     old_std: torch.Tensor
+    mirror_obs: torch.Tensor | None = None  # the mirrored observations, normalised like `obs`
+
+
+@dataclass
+class Mirror:
+    """Signed permutation of actions and the loss weight: the policy of a mirrored state should be mirrored."""
+
+    act_perm: torch.Tensor
+    act_sign: torch.Tensor
+    coeff: float
 
 
 @dataclass
@@ -112,17 +122,25 @@ class FlatAdam:
 
 
 def ppo_update(
-    actor: Actor, critic: Critic, optimizer: FlatAdam, b: Batch, hp: Hyper, rng: np.random.Generator
+    actor: Actor,
+    critic: Critic,
+    optimizer: FlatAdam,
+    b: Batch,
+    hp: Hyper,
+    rng: np.random.Generator,
+    mirror: Mirror | None = None,
 ) -> dict[str, float]:
     """Run the epochs; return the metrics printed in the iteration table."""
     n = b.obs.shape[0]
     advantages = (b.advantages - b.advantages.mean()) / (b.advantages.std() + 1e-8)
-    actor_losses, critic_losses, ratios = [], [], []
+    actor_losses, critic_losses, mirror_losses, ratios = [], [], [], []
+    use_mirror = mirror is not None and b.mirror_obs is not None
     for _ in range(hp.epochs):
         perm = torch.from_numpy(rng.permutation(n))
         # shuffle once per epoch, then take contiguous minibatches: no gather per minibatch
         b_obs, b_actions, b_logprobs = b.obs[perm], b.actions[perm], b.logprobs[perm]
         b_advantages, b_returns = advantages[perm], b.returns[perm]
+        b_mirror = b.mirror_obs[perm] if use_mirror else None
         for start in range(0, n, hp.minibatch_size):
             mb = slice(start, start + hp.minibatch_size)
             mean, std = actor.head(b_obs[mb])
@@ -132,10 +150,16 @@ def ppo_update(
             pg_loss = torch.max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - hp.clip, 1 + hp.clip)).mean()
             entropy = gaussian_entropy(std).mean()
             critic_loss = 0.5 * ((critic.head(b_obs[mb]) - b_returns[mb]) ** 2).mean()
+            loss = pg_loss - hp.entropy_coeff * entropy + critic_loss
+            if use_mirror:
+                mirrored_mean, _ = actor.head(b_mirror[mb])
+                mirror_loss = ((mean - mirrored_mean[:, mirror.act_perm] * mirror.act_sign) ** 2).mean()
+                loss = loss + mirror.coeff * mirror_loss
+                mirror_losses.append(mirror_loss.detach())
 
             optimizer.zero_grad()
             # disjoint parameters: one backward serves both networks
-            (pg_loss - hp.entropy_coeff * entropy + critic_loss).backward()
+            loss.backward()
             optimizer.step(hp.max_grad_norm)
 
             actor_losses.append(pg_loss.detach())
@@ -149,6 +173,7 @@ def ppo_update(
     return {
         "actor_loss": torch.stack(actor_losses).mean().item(),
         "critic_loss": torch.stack(critic_losses).mean().item(),
+        "mirror_loss": torch.stack(mirror_losses).mean().item() if mirror_losses else 0.0,
         "kl": kl.item(),
         "entropy": entropy.item(),
         "clip_fraction": ((torch.cat(ratios) - 1.0).abs() > hp.clip).float().mean().item(),
