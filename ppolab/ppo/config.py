@@ -43,6 +43,9 @@ class TrainConfig(BaseModel):
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
+    recurrent: bool = Field(
+        False, description="LSTM actor and critic (hidden sizes = LSTM layers), trained on episodes"
+    )
     continued: str | None = Field(None, description="start from pretrained weights: a run folder or actor .pt file")
     yaml: str | None = Field(
         None, description="YAML file overriding the env's configuration (gains, rewards, timing, randomisation)"

@@ -12,7 +12,7 @@ import numpy as np
 from ppolab.envs import make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
-from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
+from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
 from ppolab.ppo.rollout import evaluate
 
 
@@ -23,7 +23,8 @@ def load_actor(path: Path) -> tuple[Actor, dict]:
     meta = data.get("meta") if isinstance(data, dict) else None
     if not meta or meta.get("kind") != "actor":
         raise UserError(f"{actor_path}: not a ppolab actor checkpoint")
-    actor = Actor(
+    cls = RecurrentActor if meta.get("recurrent") else Actor
+    actor = cls(
         ObsNormalizer(meta["obs_dim"]),
         meta["obs_dim"],
         meta["act_dim"],

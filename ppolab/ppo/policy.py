@@ -94,6 +94,54 @@ class Critic(nn.Module):
         return self.net(normed_obs).squeeze(-1)
 
 
+class LSTMStack(nn.Module):
+    """Stacked LSTM layers (widths may differ), run over time-major (L, S, D) sequences from a zero state."""
+
+    def __init__(self, obs_dim: int, hidden: list[int]) -> None:
+        super().__init__()
+        sizes = [obs_dim, *hidden]
+        self.layers = nn.ModuleList(nn.LSTM(sizes[i], sizes[i + 1]) for i in range(len(hidden)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x, _ = layer(x)
+        return x
+
+
+class RecurrentActor(nn.Module):
+    """`--recurrent`: an LSTM Gaussian policy. `seq` maps normalised (L, S, obs) sequences to means."""
+
+    def __init__(
+        self, norm: ObsNormalizer, obs_dim: int, act_dim: int, hidden: list[int], std: float, learn_std: bool
+    ) -> None:
+        super().__init__()
+        self.norm = norm
+        self.lstm = LSTMStack(obs_dim, hidden)
+        self.out = nn.Linear(hidden[-1], act_dim)
+        with torch.no_grad():
+            self.out.weight.mul_(0.01)
+            self.out.bias.zero_()
+        log_std = torch.full((act_dim,), math.log(std))
+        if learn_std:
+            self.log_std = nn.Parameter(log_std)
+        else:
+            self.register_buffer("log_std", log_std)
+
+    def seq(self, normed_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.out(self.lstm(normed_obs)), self.log_std.exp()
+
+
+class RecurrentCritic(nn.Module):
+    def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int]) -> None:
+        super().__init__()
+        self.norm = norm
+        self.lstm = LSTMStack(obs_dim, hidden)
+        self.out = nn.Linear(hidden[-1], 1)
+
+    def seq(self, normed_obs: torch.Tensor) -> torch.Tensor:
+        return self.out(self.lstm(normed_obs)).squeeze(-1)
+
+
 def gaussian_log_prob(mean: torch.Tensor, std: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
     z = (action - mean) / std
     return (-0.5 * z**2 - torch.log(std) - 0.5 * LOG_2PI).sum(-1)
@@ -109,15 +157,32 @@ def gaussian_kl(mean0, std0, mean1, std1) -> torch.Tensor:
     return (torch.log(std1 / std0) + (std0**2 + (mean0 - mean1) ** 2) / (2.0 * std1**2) - 0.5).sum(-1)
 
 
-def sampling_params(actor: Actor) -> dict:
+def sampling_params(actor: Actor | RecurrentActor) -> dict:
     """What rollout workers need to run the actor's mean in numpy: picklable, shipped once per iteration."""
+
+    def np_(t: torch.Tensor):
+        return t.detach().float().cpu().numpy()
+
     with torch.no_grad():
-        linears = [m for m in actor.net if isinstance(m, nn.Linear)]
-        return {
-            "mean": actor.norm.mean.float().cpu().numpy(),
-            "inv_std": (1.0 / torch.sqrt(actor.norm.var + 1e-8)).float().cpu().numpy(),
+        params = {
+            "mean": np_(actor.norm.mean),
+            "inv_std": np_(1.0 / torch.sqrt(actor.norm.var + 1e-8)),
             "clip": actor.norm.clip,
-            "weights": [m.weight.T.contiguous().cpu().numpy() for m in linears],
-            "biases": [m.bias.cpu().numpy() for m in linears],
-            "std": actor.log_std.exp().float().cpu().numpy(),
+            "std": np_(actor.log_std.exp()),
+            "lstm": [],
         }
+        if isinstance(actor, RecurrentActor):
+            linears = [actor.out]
+            params["lstm"] = [
+                (
+                    np_(m.weight_ih_l0.T.contiguous()),
+                    np_(m.weight_hh_l0.T.contiguous()),
+                    np_(m.bias_ih_l0 + m.bias_hh_l0),
+                )
+                for m in actor.lstm.layers
+            ]
+        else:
+            linears = [m for m in actor.net if isinstance(m, nn.Linear)]
+        params["weights"] = [np_(m.weight.T.contiguous()) for m in linears]
+        params["biases"] = [np_(m.bias) for m in linears]
+        return params

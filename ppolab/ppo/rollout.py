@@ -83,6 +83,7 @@ def collect(
         env.reset_one(i, rngs[i])
     obs = env.observe()
     padded = np.zeros((total_slots, obs_dim), np.float32)
+    policy.reset(slice(None))
     ep_ret = np.zeros(n)
     ep_len = np.zeros(n, np.int64)
     last = steps - 1
@@ -108,6 +109,7 @@ def collect(
             if t < last:
                 for i in np.flatnonzero(ended):
                     env.reset_one(i, rngs[i])
+                    policy.reset(lo + i)
                 ep_ret[ended] = 0.0
                 ep_len[ended] = 0
                 obs = env.observe()

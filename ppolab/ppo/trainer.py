@@ -17,7 +17,16 @@ from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
-from ppolab.ppo.policy import Actor, Critic, ObsNormalizer, gaussian_log_prob, sampling_params
+from ppolab.ppo.policy import (
+    Actor,
+    Critic,
+    ObsNormalizer,
+    RecurrentActor,
+    RecurrentCritic,
+    gaussian_log_prob,
+    sampling_params,
+)
+from ppolab.ppo.recurrent import Segments, old_outputs, recurrent_update
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampler import LocalSampler
@@ -51,6 +60,7 @@ def policy_meta(
         "obs_dim": env.obs_dim,
         "act_dim": env.act_dim,
         "hidden_sizes": list(cfg.hidden_sizes),
+        "recurrent": cfg.recurrent,
         "learn_std": cfg.learn_std,
         "std_dev": cfg.std_dev,
         "max_traj_len": cfg.max_traj_len,
@@ -61,6 +71,9 @@ def policy_meta(
 
 def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor, Critic]:
     norm = ObsNormalizer(obs_dim)
+    if cfg.recurrent:
+        actor = RecurrentActor(norm, obs_dim, act_dim, list(cfg.hidden_sizes), cfg.std_dev, cfg.learn_std)
+        return actor, RecurrentCritic(norm, obs_dim, list(cfg.hidden_sizes))
     actor = Actor(norm, obs_dim, act_dim, list(cfg.hidden_sizes), cfg.std_dev, cfg.learn_std)
     critic = Critic(norm, obs_dim, list(cfg.hidden_sizes))
     return actor, critic
@@ -76,7 +89,7 @@ def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> l
     try:
         actor.load_state_dict(data["state_dict"])
     except RuntimeError:
-        raise UserError(f"--continued: {actor_path} does not match this network (check --hidden-sizes)") from None
+        raise UserError(f"--continued: {actor_path} does not match this network (check --hidden-sizes and --recurrent)") from None
     notes = [f"Loaded pretrained actor from {actor_path}"]
     critic_path = ckpt.critic_beside(actor_path)
     if critic_path.is_file():
@@ -206,23 +219,29 @@ def train(
             # bootstrap values, old log-probs, GAE
             steps, slots = traj.rewards.shape
             actions = torch.from_numpy(traj.actions.reshape(steps * slots, -1)).to(device)
+            seg = Segments.split(traj.ended) if cfg.recurrent else None
             with torch.no_grad():
                 obs = actor.norm(torch.from_numpy(traj.obs.reshape(steps * slots, -1)).to(device))
-                old_mean, old_std = actor.head(obs)
+                if seg is None:
+                    old_mean, old_std = actor.head(obs)
+                    values = critic.head(obs).cpu().numpy().reshape(steps, slots)
+                    final_values = critic(torch.from_numpy(traj.final_obs).to(device)).cpu().numpy()
+                else:  # LSTM: whole episodes from a zero state, as the sampler ran them
+                    final = actor.norm(torch.from_numpy(traj.final_obs.reshape(steps * slots, -1)).to(device))
+                    old_mean, old_std, flat_values, flat_final = old_outputs(actor, critic, obs, final, seg)
+                    values = flat_values.cpu().numpy().reshape(steps, slots)
+                    final_values = flat_final.cpu().numpy().reshape(steps, slots)
                 logprobs = gaussian_log_prob(old_mean, old_std, actions)
-                values = critic.head(obs).cpu().numpy().reshape(steps, slots)
-                final_values = critic(torch.from_numpy(traj.final_obs).to(device)).cpu().numpy()
+                mirror_obs = None
+                if mirror is not None:
+                    raw = probe.symmetry.obs(traj.obs.reshape(steps * slots, -1)).astype(np.float32)
+                    mirror_obs = actor.norm(torch.from_numpy(raw).to(device))
             next_values = np.concatenate([values[1:], np.zeros((1, slots), values.dtype)])
             next_values = np.where(traj.ended, final_values, next_values)
             advantages, returns = compute_gae(
                 traj.rewards, values, next_values, traj.terminated, traj.ended, cfg.gamma, cfg.lam
             )
-            if mirror is not None:
-                with torch.no_grad():
-                    raw = traj.obs.reshape(steps * slots, -1)
-                    mirror_obs = actor.norm(torch.from_numpy(probe.symmetry.obs(raw).astype(np.float32)).to(device))
             batch = Batch(
-                mirror_obs=mirror_obs if mirror is not None else None,
                 obs=obs,
                 actions=actions,
                 logprobs=logprobs,
@@ -230,12 +249,15 @@ def train(
                 returns=torch.from_numpy(returns.reshape(-1)).to(device),
                 old_mean=old_mean,
                 old_std=old_std.expand_as(old_mean),
+                mirror_obs=mirror_obs,
             )
 
             # optimise
-            stats = ppo_update(
-                actor, critic, optimizer, batch, hp, np.random.default_rng([seed, UPDATE_STREAM, itr]), mirror
-            )
+            update_rng = np.random.default_rng([seed, UPDATE_STREAM, itr])
+            if seg is None:
+                stats = ppo_update(actor, critic, optimizer, batch, hp, update_rng, mirror)
+            else:
+                stats = recurrent_update(actor, critic, optimizer, seg, batch, hp, update_rng, mirror)
             actor.norm.update(traj.obs)
             t2 = time.perf_counter()
 
