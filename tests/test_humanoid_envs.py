@@ -10,7 +10,7 @@ from ppolab.envs import make_env
 from ppolab.envs.h1 import H1Config, H1Env
 from ppolab.envs.humanoid import Randomization
 
-HUMANOIDS = ["h1", "jvrc_walk"]
+HUMANOIDS = ["h1", "jvrc_walk", "jvrc_step"]
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +49,39 @@ def test_dimensions_match_the_tasks():
     walk = make_env("jvrc_walk", 1)
     assert (walk.obs_dim, walk.act_dim) == (37, 12)
     assert walk.model.nu == 12  # only the legs are actuated; the upper body is rigid
+    step = make_env("jvrc_step", 1)
+    assert (step.obs_dim, step.act_dim) == (39, 12)
+
+
+def test_jvrc_step_plans_targets_and_the_stairs_curriculum():
+    env = make_env("jvrc_step", 2, {"randomization": {"enabled": False}, "stair_prob": 1.0,
+                                    "plan_probs": [1, 0, 0, 0, 0]})  # fmt: skip
+    rng = np.random.default_rng(0)
+    env.set_iteration(0)
+    env.reset_one(0, rng)
+    assert (env.plan[0, :, 2] == 0).all()  # no rise yet: the curriculum starts flat
+    env.set_iteration(env.cfg.stair_ramp_iterations)
+    env.reset_one(1, rng)
+    rises = np.diff(env.plan[1, :, 2])
+    np.testing.assert_allclose(rises[1:], env.cfg.max_stair_height)  # one tread per footstep, full height
+    assert (np.diff(env.plan[1, :, 0]) > 0).all() and (np.diff(env.plan_side[1]) != 0).all()  # forward, alternating
+    tops = env.batch.models[1].geom_pos[env.stair_geoms[2:], 2] + 0.5
+    np.testing.assert_allclose(tops, env.plan[1, 2:, 2])  # each footstep's tread is where the plan says
+    assert env.batch.models[0].geom_pos[env.stair_geoms, 2].max() < -1  # env 0's stairs stay hidden
+    obs = env.observe()  # the robot starts at the origin facing +x: root-frame targets are plan minus root
+    np.testing.assert_allclose(obs[1, 31:33], env.plan[1, 0, :2] - env.batch.qpos[1, :2], atol=1e-6)
+    swings_first = 0.0 if env.plan_side[1, 0] == 0 else 0.5  # the right foot swings in the clock's first half
+    assert env.phase[1] == swings_first
+
+
+@pytest.mark.parametrize("name", ["jvrc_walk", "jvrc_step"])
+def test_mirroring_twice_gives_back_the_original(name):
+    env = make_env(name, 1)
+    x = np.random.default_rng(0).normal(size=(5, env.obs_dim))
+    a = np.random.default_rng(1).normal(size=(5, env.act_dim))
+    np.testing.assert_array_equal(env.symmetry.obs(env.symmetry.obs(x)), x)
+    np.testing.assert_array_equal(env.symmetry.act(env.symmetry.act(a)), a)
+    assert not np.array_equal(env.symmetry.obs(x), x)
 
 
 def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
@@ -166,13 +199,7 @@ def test_a_few_training_iterations(name, tmp_path):
     assert "Training finished." in proc.stdout
 
 
-def test_mirror_twice_is_the_identity_and_envs_without_symmetry_say_so(tmp_path):
-    env = make_env("jvrc_walk", 1)
-    x = np.random.default_rng(0).normal(size=(5, env.obs_dim))
-    a = np.random.default_rng(1).normal(size=(5, env.act_dim))
-    np.testing.assert_array_equal(env.symmetry.obs(env.symmetry.obs(x)), x)
-    np.testing.assert_array_equal(env.symmetry.act(env.symmetry.act(a)), a)
-    assert not np.array_equal(env.symmetry.obs(x), x)
+def test_envs_without_symmetry_refuse_a_mirror_loss(tmp_path):
     proc = run_ppolab("train", "--env", "h1", "--mirror-coeff", "0.4", "--logdir", str(tmp_path))
     assert proc.returncode == 2 and "env h1 has no mirror symmetry" in proc.stderr
     assert not any(tmp_path.iterdir())

@@ -60,7 +60,7 @@ def test_the_numpy_lstm_of_the_samplers_equals_the_torch_lstm_of_the_update():
     assert traj.ended[:-1].any()  # the check went through at least one episode boundary
 
 
-@pytest.mark.parametrize("name", ["cartpole", "h1", "jvrc_walk"])
+@pytest.mark.parametrize("name", ["cartpole", "h1", "jvrc_walk", "jvrc_step"])
 def test_a_few_recurrent_training_iterations(name, tmp_path):
     proc = run_ppolab(
         "train", "--env", name, "--recurrent", "--hidden-sizes", "16", "--n-itr", "2", "--num-procs", "2",

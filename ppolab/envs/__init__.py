@@ -17,9 +17,10 @@ from typing import Any  # noqa: E402
 from ppolab.envs.cartpole import CartpoleEnv  # noqa: E402
 from ppolab.envs.h1 import H1Env  # noqa: E402
 from ppolab.envs.jvrc import JvrcWalkEnv  # noqa: E402
+from ppolab.envs.jvrc_step import JvrcStepEnv  # noqa: E402
 from ppolab.errors import UserError  # noqa: E402
 
-ENVS: dict[str, Any] = {"cartpole": CartpoleEnv, "h1": H1Env, "jvrc_walk": JvrcWalkEnv}
+ENVS: dict[str, Any] = {"cartpole": CartpoleEnv, "h1": H1Env, "jvrc_walk": JvrcWalkEnv, "jvrc_step": JvrcStepEnv}
 
 
 def env_class(name: str) -> Any:

@@ -95,13 +95,10 @@ class RobotLayout:
     held_act: np.ndarray
     root_body: int
     upper_body: int  # the body whose orientation "upright" rewards
-    floor_geom: int
     torque_limit: np.ndarray  # per leg joint
 
     @classmethod
-    def resolve(
-        cls, model: mujoco.MjModel, legs: list[str], held: list[str], root: str, upper: str, floor: str
-    ) -> RobotLayout:
+    def resolve(cls, model: mujoco.MjModel, legs: list[str], held: list[str], root: str, upper: str) -> RobotLayout:
         jnt = [model.joint(n) for n in legs]
         return cls(
             leg_joints=legs,
@@ -112,7 +109,6 @@ class RobotLayout:
             held_act=np.array([model.actuator(n).id for n in held], dtype=int),
             root_body=model.body(root).id,
             upper_body=model.body(upper).id,
-            floor_geom=model.geom(floor).id,
             torque_limit=np.array([model.actuator(n).forcerange[1] for n in legs]),
         )
 
@@ -121,7 +117,7 @@ class HumanoidBatch:
     """`num_envs` copies of a humanoid: leg servos driven by actions, state gathered into arrays.
 
     Each env owns its MjModel copy when randomisation is on (masses, friction and
-    damping differ per env); otherwise all share one.
+    damping differ per env) or the task moves geoms per env (stairs); otherwise all share one.
     """
 
     def __init__(
@@ -131,14 +127,15 @@ class HumanoidBatch:
         cfg: HumanoidConfig,
         num_envs: int,
         nominal_qpos: np.ndarray,
+        own_models: bool = False,
     ) -> None:
         self.base = model
         self.layout = layout
         self.cfg = cfg
         self.num_envs = num_envs
         self.substeps = round(cfg.control_dt / cfg.physics_dt)
-        rand = cfg.randomization.enabled
-        self.models = [copy.copy(model) if rand else model for _ in range(num_envs)]
+        own = own_models or cfg.randomization.enabled
+        self.models = [copy.copy(model) if own else model for _ in range(num_envs)]
         self.datas = [mujoco.MjData(m) for m in self.models]
         self.nominal_qpos = nominal_qpos
         self.nominal_leg = nominal_qpos[layout.leg_qpos]
@@ -152,6 +149,7 @@ class HumanoidBatch:
         self.torque = np.zeros((n, len(layout.leg_joints)))
         self.upper_z = np.zeros(n)  # z component of the upper body's up axis (1 = upright)
         self.self_contact = np.zeros(n, dtype=bool)
+        self.geom_body = model.geom_bodyid.copy()
         self.sensors = np.zeros((n, model.nsensordata))  # task sensors (foot touch, foot velocity), computed in C
 
     # -- resets ---------------------------------------------------------------
@@ -221,9 +219,9 @@ class HumanoidBatch:
         self.torque[i] = d.actuator_force[lay.leg_act]
         self.upper_z[i] = d.xmat[lay.upper_body, 8]
         n = d.ncon
-        if n:  # a contact that involves no floor geom is the robot touching itself
-            g = d.contact.geom[:n]
-            self.self_contact[i] = bool(((g[:, 0] != lay.floor_geom) & (g[:, 1] != lay.floor_geom)).any())
+        if n:  # a contact between two geoms of the robot (not of the world: floor, stairs) is a self-collision
+            body = self.geom_body[d.contact.geom[:n]]
+            self.self_contact[i] = bool(((body[:, 0] != 0) & (body[:, 1] != 0)).any())
         else:
             self.self_contact[i] = False
         self.sensors[i] = d.sensordata

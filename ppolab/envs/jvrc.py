@@ -33,6 +33,7 @@ NOMINAL = {"HIP_P": np.radians(-30.0), "KNEE": np.radians(50.0), "ANKLE_P": np.r
 FOOT_HALF = (0.1, 0.05, 0.01)  # box half-sizes of each sole
 FOOT_POS = (0.029, 0.0, -0.09778)  # sole centre in the ankle-pitch body's frame
 ROBOT_GROUP = 2  # collision bit for robot-robot contacts; the floor only uses bit 1
+STAIR_HALF = (0.15, 0.6, 0.5)  # box half-sizes of one stair tread
 
 
 def urdf_path() -> Path:
@@ -52,7 +53,9 @@ def effort_limits(urdf: Path) -> dict[str, float]:
     return limits
 
 
-def build_model(urdf: str, physics_dt: float, kp: dict[str, float], kd: dict[str, float]) -> mujoco.MjModel:
+def build_model(
+    urdf: str, physics_dt: float, kp: dict[str, float], kd: dict[str, float], stairs: int = 0
+) -> mujoco.MjModel:
     spec = mujoco.MjSpec.from_file(urdf)
     spec.option.timestep = physics_dt
     for geom in list(spec.geoms):
@@ -93,6 +96,14 @@ def build_model(urdf: str, physics_dt: float, kp: dict[str, float], kd: dict[str
     for side in SIDES:
         spec.add_sensor(name=f"{side}_foot_vel", type=mujoco.mjtSensor.mjSENS_FRAMELINVEL,
                         objtype=mujoco.mjtObj.mjOBJ_SITE, objname=f"{side}_sole")  # fmt: skip
+    for side in SIDES:
+        spec.add_sensor(name=f"{side}_foot_pos", type=mujoco.mjtSensor.mjSENS_FRAMEPOS,
+                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname=f"{side}_sole")  # fmt: skip
+    for k in range(stairs):  # placed per episode by the task; out of the way below the floor until then
+        spec.worldbody.add_geom(
+            name=f"stair{k}", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(STAIR_HALF), pos=[0, 0, -5],
+            rgba=[0.55, 0.5, 0.45, 1], contype=1, conaffinity=1,
+        )  # fmt: skip
     add_servos(spec, LEGS, kp, kd, effort_limits(Path(urdf)))
     spec.worldbody.add_geom(
         name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.35, 0.4, 0.45, 1],
@@ -112,13 +123,12 @@ class JvrcConfig(HumanoidConfig):
     terminate_on_self_collision: bool = True
 
 
-def load_robot(cfg: JvrcConfig) -> tuple[mujoco.MjModel, RobotLayout, np.ndarray]:
+def load_robot(cfg: JvrcConfig, stairs: int = 0) -> tuple[mujoco.MjModel, RobotLayout, np.ndarray]:
     """The compiled model (cached), its layout, and the nominal half-sitting pose with the soles on the floor."""
     urdf = urdf_path()
-    model = load_or_build(
-        "jvrc", [urdf], build_model, {"urdf": str(urdf), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd}
-    )
-    layout = RobotLayout.resolve(model, LEGS, [], root="base_link", upper="base_link", floor="floor")
+    params = {"urdf": str(urdf), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd, "stairs": stairs}
+    model = load_or_build("jvrc", [urdf], build_model, params)
+    layout = RobotLayout.resolve(model, LEGS, [], root="base_link", upper="base_link")
     qpos = model.qpos0.copy()
     for name in LEGS:
         qpos[model.joint(name).qposadr[0]] = NOMINAL.get(name.split("_", 1)[1], 0.0)

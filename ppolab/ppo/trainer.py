@@ -89,7 +89,9 @@ def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> l
     try:
         actor.load_state_dict(data["state_dict"])
     except RuntimeError:
-        raise UserError(f"--continued: {actor_path} does not match this network (check --hidden-sizes and --recurrent)") from None
+        raise UserError(
+            f"--continued: {actor_path} does not match this network (check --hidden-sizes and --recurrent)"
+        ) from None
     notes = [f"Loaded pretrained actor from {actor_path}"]
     critic_path = ckpt.critic_beside(actor_path)
     if critic_path.is_file():
