@@ -18,9 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-SETTINGS = {
-    "h1": ["--hidden-sizes", "256", "256", "--lr", "3e-4", "--minibatch-size", "256", "--max-traj-len", "400"],
-}
+COMMON = ["--hidden-sizes", "256", "256", "--lr", "3e-4", "--minibatch-size", "256", "--max-traj-len", "400"]
+SETTINGS = {"h1": COMMON, "jvrc_walk": COMMON, "jvrc_step": COMMON}  # jvrc: mirror loss on (default 0.4)
 RESULTS = Path(__file__).parent / "results"
 
 

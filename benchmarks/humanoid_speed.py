@@ -6,7 +6,7 @@ one process per core, all cores at once. Sampling is `ppolab train`'s sampler
 with a trained-size policy (256 x 256) over 12 batched envs on all cores. The
 ratio is the share of the machine's physics throughput that sampling keeps.
 
-    python benchmarks/humanoid_speed.py [--envs h1] [--steps 400] [--json out.json]
+    python benchmarks/humanoid_speed.py [--envs h1 jvrc_walk jvrc_step] [--steps 400] [--json out.json]
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def sampling(env_name: str, steps: int, repeats: int) -> tuple[float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--envs", nargs="+", default=["h1"])
+    ap.add_argument("--envs", nargs="+", default=["h1", "jvrc_walk", "jvrc_step"])
     ap.add_argument("--steps", type=int, default=400, help="steps per env per iteration (default: 400)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", help="also write the figures to this file")

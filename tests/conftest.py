@@ -28,6 +28,18 @@ TINY = [
 TIMING_KEYS = {"sample_time", "optimizer_time", "total_time", "fps", "time"}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory):
+    """Compiled robot models go to a cache of the test session's own, shared by its subprocesses."""
+    previous = os.environ.get("PPOLAB_CACHE_DIR")
+    os.environ["PPOLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("PPOLAB_CACHE_DIR", None)
+    else:
+        os.environ["PPOLAB_CACHE_DIR"] = previous
+
+
 def run_ppolab(*args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None):
     return subprocess.run(
         [sys.executable, "-m", "ppolab", *args],
