@@ -34,8 +34,8 @@ sweep's state.json (lock: POSIX record locks, which hold on NFS); follow them wi
 `ppolab sweep SWEEP_DIR --status`."""
 
 CONTAINER_HELP = """Print the docker commands that build ppolab's image from the repository's
-Dockerfile, run a sweep in it, and (with --push) push it. Secrets are passed by
-name (-e WANDB_API_KEY), never by value. --execute builds and pushes."""
+Dockerfile, run the example sweep in it, and (with --push) push it. Secrets are
+passed by name (-e WANDB_API_KEY), never by value. --execute builds, pushes, then runs."""
 
 CLOUD_HELP = """Print an AWS Batch job definition and one job submission per run, as JSON.
 A retried job resumes its run from the checkpoint in --output-dir (a volume all
@@ -101,7 +101,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tag", help="image tag (default: ppolab:VERSION)")
     p.add_argument("--cuda", metavar="VARIANT", help="CUDA build of PyTorch, e.g. cu128 (default: CPU)")
     p.add_argument("--push", metavar="REGISTRY", help="also tag and push to this registry")
-    p.add_argument("--execute", action="store_true", help="build (and push) now; default: print only")
+    p.add_argument("--execute", action="store_true", help="build, push, run now; default: print only")
 
     p = sub.add_parser("cloud", help="AWS Batch job definition and submissions", description=CLOUD_HELP)
     p.add_argument("sweep_dir", metavar="SWEEP_DIR")
@@ -239,7 +239,7 @@ def run_container(ns: argparse.Namespace) -> int:
     for cmd in cmds:
         print(shlex.join(cmd))
     if not ns.execute:
-        print("# preview only: --execute builds" + (" and pushes" if ns.push else "") + " the image")
+        print("# preview only: --execute builds" + (", pushes" if ns.push else "") + " and runs the image")
         return 0
     return container.execute(cmds)
 

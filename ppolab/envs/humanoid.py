@@ -150,7 +150,16 @@ class HumanoidBatch:
         self.upper_z = np.zeros(n)  # z component of the upper body's up axis (1 = upright)
         self.self_contact = np.zeros(n, dtype=bool)
         self.geom_body = model.geom_bodyid.copy()
-        self.sensors = np.zeros((n, model.nsensordata))  # task sensors (foot touch, foot velocity), computed in C
+        self.sensors = np.zeros((n, model.nsensordata))
+        # views into each MjData's memory, made once: the step loop does no attribute lookups.
+        # The leg actuators are one contiguous block in every task here: a slice, not fancy indexing.
+        act = layout.leg_act
+        self._legs = (
+            slice(int(act[0]), int(act[-1]) + 1) if np.array_equal(act, np.arange(act[0], act[-1] + 1)) else act
+        )
+        self._views = [
+            (d, d.ctrl, d.qpos, d.qvel, d.actuator_force, d.xmat[layout.upper_body], d.sensordata) for d in self.datas
+        ]  # task sensors (foot touch, foot velocity), computed in C
 
     # -- resets ---------------------------------------------------------------
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
@@ -182,7 +191,7 @@ class HumanoidBatch:
     # -- stepping -------------------------------------------------------------
     def apply(self, action: np.ndarray) -> np.ndarray:
         """Step every env one control period with the given leg actions; returns the smoothed actions."""
-        cfg, lay, k = self.cfg, self.layout, self.substeps
+        cfg, k = self.cfg, self.substeps
         a = np.clip(action, -1.0, 1.0)
         smoothed = cfg.action_smoothing * a + (1.0 - cfg.action_smoothing) * self.prev_action
         targets = self.nominal_leg + cfg.action_scale * smoothed
@@ -190,10 +199,10 @@ class HumanoidBatch:
         push_on = r.enabled and r.push_force > 0
         push_steps = max(1, round(r.push_duration / cfg.control_dt))
         p_start = cfg.control_dt / r.push_interval
-        step = mujoco.mj_step
-        for i in range(self.num_envs):
-            m, d = self.models[i], self.datas[i]
-            d.ctrl[lay.leg_act] = targets[i]
+        step, legs = mujoco.mj_step, self._legs
+        for i, m in enumerate(self.models):
+            d, ctrl = self._views[i][:2]
+            ctrl[legs] = targets[i]
             if push_on:
                 self._update_push(i, d, p_start, push_steps, r.push_force)
             step(m, d, k)
@@ -213,18 +222,18 @@ class HumanoidBatch:
             self.push_left[i] = steps
 
     def _gather(self, i: int) -> None:
-        d, lay = self.datas[i], self.layout
-        self.qpos[i] = d.qpos
-        self.qvel[i] = d.qvel
-        self.torque[i] = d.actuator_force[lay.leg_act]
-        self.upper_z[i] = d.xmat[lay.upper_body, 8]
+        d, _, qpos, qvel, force, upper, sensors = self._views[i]
+        self.qpos[i] = qpos
+        self.qvel[i] = qvel
+        self.torque[i] = force[self._legs]
+        self.upper_z[i] = upper[8]
+        self.sensors[i] = sensors
         n = d.ncon
         if n:  # a contact between two geoms of the robot (not of the world: floor, stairs) is a self-collision
             body = self.geom_body[d.contact.geom[:n]]
             self.self_contact[i] = bool(((body[:, 0] != 0) & (body[:, 1] != 0)).any())
         else:
             self.self_contact[i] = False
-        self.sensors[i] = d.sensordata
 
     # -- observations -----------------------------------------------------------
     def noisy(self, obs: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from ppolab import __version__
@@ -35,7 +36,7 @@ def commands(image: str, cuda: str | None, push: str | None, context: Path) -> l
     if cuda:
         build += ["--build-arg", f"TORCH_VARIANT={cuda}"]
     build.append(str(context))
-    run = ["docker", "run", "--rm", "-it"]
+    run = ["docker", "run", "--rm", *(["-it"] if sys.stdin.isatty() else [])]
     if cuda:
         run += ["--gpus", "all"]
     run += ["-v", f"{Path.cwd()}/experiments:/work/experiments"]
@@ -50,14 +51,13 @@ def commands(image: str, cuda: str | None, push: str | None, context: Path) -> l
 
 
 def execute(cmds: list[list[str]]) -> int:
-    """Build (and push); the run command is printed for the user to start where they want it."""
+    """Build, push if asked, then run the example sweep in the image; stop at the first failure."""
     if not shutil.which("docker"):
         raise UserError("--execute: docker is not installed on this machine")
     if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
         raise UserError("--execute: the Docker engine is not reachable (is dockerd running? see `docker info`)")
-    for cmd in cmds:
-        if cmd[:2] == ["docker", "run"]:
-            continue
+    in_order = [c for c in cmds if c[:2] != ["docker", "run"]] + [c for c in cmds if c[:2] == ["docker", "run"]]
+    for cmd in in_order:
         print(f"$ {shlex.join(cmd)}", flush=True)
         code = subprocess.run(cmd).returncode
         if code != 0:
