@@ -70,4 +70,4 @@ def test_continued_from_a_different_network_shape(trained_run, tmp_path):
         "train", *TINY, "--continued", str(trained_run), "--hidden-sizes", "32", "--logdir", str(tmp_path)
     )
     assert proc.returncode == 2
-    assert "does not match this network (check --hidden-sizes)" in proc.stderr
+    assert "does not match this network (check --hidden-sizes and --recurrent)" in proc.stderr

@@ -184,7 +184,7 @@ def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp
     assert not (tmp_path / "bad-logs").exists()
 
 
-@pytest.mark.parametrize("name", ["jvrc_walk", "jvrc_step"])  # h1 trains in the --yaml test
+@pytest.mark.parametrize("name", ["jvrc_step"])  # h1 trains in the --yaml test, every env in test_recurrent
 def test_a_few_training_iterations_with_the_mirror_loss(name, tmp_path):
     proc = run_ppolab(
         "train", "--env", name, "--n-itr", "3", "--num-procs", "2", "--max-traj-len", "30", "--minibatch-size", "16",

@@ -109,7 +109,7 @@ def test_a_two_run_sweep_completes_as_a_job_array(slurm, tmp_path):
 
 
 def test_a_requeued_task_resumes_its_run_from_the_checkpoint(slurm, tmp_path):
-    d = make_sweep(tmp_path, "requeue", n_itr=300)
+    d = make_sweep(tmp_path, "requeue", n_itr=120)
     sub = ppolab(
         "slurm", str(d), "--cpus-per-task", "2", "--mem", "1G", "--time", "10:00", "--max-concurrent", "1",
         "--submit", cwd=tmp_path,
@@ -117,11 +117,11 @@ def test_a_requeued_task_resumes_its_run_from_the_checkpoint(slurm, tmp_path):
     assert sub.returncode == 0, sub.stderr
     job_id = states(d)["slurm"]["job_id"]
     run_dir = d / "runs" / "control-s1"
-    wait_until(lambda: len(iterations(run_dir)) >= 30, 120, "30 iterations of the first run")
+    wait_until(lambda: len(iterations(run_dir)) >= 20, 120, "20 iterations of the first run")
     subprocess.run(["scontrol", "requeue", f"{job_id}_0"], check=True)  # what preemption does
 
     wait_until(lambda: all(r["state"] == "done" for r in states(d)["runs"].values()), 300, "both runs done")
-    assert iterations(run_dir) == list(range(300))  # nothing lost, nothing repeated
+    assert iterations(run_dir) == list(range(120))  # nothing lost, nothing repeated
     entry = states(d)["runs"]["control-s1"]
     assert entry["attempts"] == 2 and entry["reason"] is None
     log = (d / "logs" / "control-s1.log").read_text()
