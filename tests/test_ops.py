@@ -14,7 +14,8 @@ HF_SECRET = "hf_" + "hfsecret" + "5" * 30
 SECRETS = (WANDB_SECRET, AWS_ID, AWS_SECRET, HF_SECRET)
 
 
-def ppolab(*args: str, env: dict, cwd=REPO) -> subprocess.CompletedProcess:
+def ppolab(*args: str, env: dict | None = None, cwd=REPO) -> subprocess.CompletedProcess:
+    """`python -m ppolab ...` with exactly the environment given (default: this one)."""
     return subprocess.run(
         [sys.executable, "-m", "ppolab", *args],
         cwd=cwd,

@@ -5,25 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 from conftest import REPO
-from test_ops import AWS_ID, AWS_SECRET, WANDB_SECRET, clean_env
+from test_ops import AWS_ID, AWS_SECRET, WANDB_SECRET, clean_env, ppolab
 
 BASE = "ppolab train --n-itr 2 --num-procs 2 --max-traj-len 20 --minibatch-size 8 --eval-episodes 1"
-
-
-def ppolab(*args: str, cwd=REPO, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ppolab", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_matrix_lists_every_env_for_one_seed_before_the_next_seed():

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
-from conftest import REPO, TINY
-from test_ops import WANDB_SECRET, clean_env
+from conftest import TINY
+from test_ops import WANDB_SECRET, clean_env, ppolab
 
 SWEEP = """\
 metadata: {name: tracked, experiment_tag_prefix: trk}
@@ -18,18 +16,6 @@ runs:
   A: {name: control, config: {experiment_tag: "${metadata.experiment_tag_prefix}-A"}}
   B: {name: clip03, config: {clip: 0.3, experiment_tag: "${metadata.experiment_tag_prefix}-B"}}
 """
-
-
-def ppolab(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ppolab", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def wandb_record(run_dir) -> bytes:

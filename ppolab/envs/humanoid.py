@@ -83,6 +83,12 @@ def roll_pitch(quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return roll, pitch
 
 
+def yaw(quat: np.ndarray) -> np.ndarray:
+    """Heading of (n, 4) quaternions (w, x, y, z)."""
+    w, x, y, z = quat.T
+    return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
 @dataclass
 class RobotLayout:
     """Indices into a humanoid model, resolved once by name."""

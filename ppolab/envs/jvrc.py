@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, add_servos, roll_pitch
+from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, add_servos, roll_pitch, yaw
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
 from ppolab.errors import UserError
@@ -140,6 +140,24 @@ def load_robot(cfg: JvrcConfig, stairs: int = 0) -> tuple[mujoco.MjModel, RobotL
     return model, layout, qpos
 
 
+def robot_state(b: HumanoidBatch) -> np.ndarray:
+    """The 29 entries every JVRC task observes first: roll, pitch, angular velocity, leg positions, velocities."""
+    roll, pitch = roll_pitch(b.qpos[:, 3:7])
+    lay = b.layout
+    return np.concatenate(
+        [roll[:, None], pitch[:, None], b.qvel[:, 3:6], b.qpos[:, lay.leg_qpos], b.qvel[:, lay.leg_qvel]], axis=1
+    )
+
+
+def gait_scores(b: HumanoidBatch, swing: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clock-matched foot terms in [0, 1]: no weight on a swinging foot, no sliding of a foot in stance."""
+    force = np.clip(b.sensors[:, 0:2] / weight, 0.0, 1.0)  # share of body weight on each foot
+    speed = np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2)
+    foot_force = np.mean(np.where(swing, 1.0 - force, 1.0), axis=1)
+    foot_velocity = np.mean(np.where(swing, 1.0, np.exp(-20.0 * speed**2)), axis=1)
+    return foot_force, foot_velocity
+
+
 class WalkRewards(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -229,17 +247,15 @@ class JvrcWalkEnv:
         self.prev_torque[i] = self.batch.torque[i]
 
     def observe(self) -> np.ndarray:
-        b, lay = self.batch, self.batch.layout
-        roll, pitch = roll_pitch(b.qpos[:, 3:7])
         clock = 2 * np.pi * self.phase
         obs = np.concatenate(
             [
-                roll[:, None], pitch[:, None], b.qvel[:, 3:6], b.qpos[:, lay.leg_qpos], b.qvel[:, lay.leg_qvel],
-                np.sin(clock)[:, None], np.cos(clock)[:, None], np.eye(3)[self.mode], self.command,
+                robot_state(self.batch), np.sin(clock)[:, None], np.cos(clock)[:, None], np.eye(3)[self.mode],
+                self.command,
             ],
             axis=1,
         )  # fmt: skip
-        return b.noisy(obs)
+        return self.batch.noisy(obs)
 
     # -- stepping ---------------------------------------------------------------
     def swing(self) -> np.ndarray:
@@ -253,21 +269,17 @@ class JvrcWalkEnv:
         prev_action = b.prev_action.copy()
         smoothed = b.apply(action)
         lay = b.layout
-        swing = self.swing()
-        force = np.clip(b.sensors[:, 0:2] / self.weight, 0.0, 1.0)  # share of body weight on each foot
-        speed = np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2)
-        foot_force = np.mean(np.where(swing, 1.0 - force, 1.0), axis=1)
-        foot_velocity = np.mean(np.where(swing, 1.0, np.exp(-20.0 * speed**2)), axis=1)
+        foot_force, foot_velocity = gait_scores(b, self.swing(), self.weight)
         root_vel = b.qvel[:, 0:3]
         accel = (root_vel - self.prev_root_vel) / c.control_dt
         self.prev_root_vel = root_vel.copy()
         root_accel = np.exp(-0.01 * np.sum(accel**2, axis=1))
         z = b.qpos[:, 2]
         height = np.exp(-40.0 * (z - self.target_height) ** 2)
-        yaw = _yaw(b.qpos[:, 3:7])
+        heading = yaw(b.qpos[:, 3:7])
         v_body = np.stack(
-            [np.cos(yaw) * root_vel[:, 0] + np.sin(yaw) * root_vel[:, 1],
-             -np.sin(yaw) * root_vel[:, 0] + np.cos(yaw) * root_vel[:, 1]], axis=1
+            [np.cos(heading) * root_vel[:, 0] + np.sin(heading) * root_vel[:, 1],
+             -np.sin(heading) * root_vel[:, 0] + np.cos(heading) * root_vel[:, 1]], axis=1
         )  # fmt: skip
         velocity = np.exp(-4.0 * np.sum((v_body - self.command[:, 1:3]) ** 2, axis=1))
         yaw_rate = np.exp(-4.0 * (b.qvel[:, 5] - self.command[:, 0]) ** 2)
@@ -292,8 +304,3 @@ class JvrcWalkEnv:
         if c.terminate_on_self_collision:
             terminated |= b.self_contact
         return self.observe(), reward, terminated
-
-
-def _yaw(quat: np.ndarray) -> np.ndarray:
-    w, x, y, z = quat.T
-    return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))

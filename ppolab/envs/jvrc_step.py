@@ -19,8 +19,15 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.humanoid import HumanoidBatch, roll_pitch
-from ppolab.envs.jvrc import STAIR_HALF, JvrcConfig, _yaw, load_robot, robot_state_mirror
+from ppolab.envs.humanoid import HumanoidBatch, yaw
+from ppolab.envs.jvrc import (
+    STAIR_HALF,
+    JvrcConfig,
+    gait_scores,
+    load_robot,
+    robot_state,
+    robot_state_mirror,
+)
 from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
@@ -165,30 +172,25 @@ class JvrcStepEnv:
     def _targets_in_root_frame(self) -> np.ndarray:
         b = self.batch
         n = self.num_envs
-        yaw = _yaw(b.qpos[:, 3:7])
+        heading = yaw(b.qpos[:, 3:7])
         out = np.zeros((n, 8))
         for j in range(2):
             k = np.minimum(self.target + j, N_STEPS - 1)
             t = self.plan[np.arange(n), k]
             dx, dy = t[:, 0] - b.qpos[:, 0], t[:, 1] - b.qpos[:, 1]
-            out[:, 4 * j] = np.cos(yaw) * dx + np.sin(yaw) * dy
-            out[:, 4 * j + 1] = -np.sin(yaw) * dx + np.cos(yaw) * dy
+            out[:, 4 * j] = np.cos(heading) * dx + np.sin(heading) * dy
+            out[:, 4 * j + 1] = -np.sin(heading) * dx + np.cos(heading) * dy
             out[:, 4 * j + 2] = t[:, 2] - (b.qpos[:, 2] - self.batch.nominal_qpos[2])
-            out[:, 4 * j + 3] = np.angle(np.exp(1j * (t[:, 3] - yaw)))
+            out[:, 4 * j + 3] = np.angle(np.exp(1j * (t[:, 3] - heading)))
         return out
 
     def observe(self) -> np.ndarray:
-        b, lay = self.batch, self.batch.layout
-        roll, pitch = roll_pitch(b.qpos[:, 3:7])
         clock = 2 * np.pi * self.phase
         obs = np.concatenate(
-            [
-                roll[:, None], pitch[:, None], b.qvel[:, 3:6], b.qpos[:, lay.leg_qpos], b.qvel[:, lay.leg_qvel],
-                np.sin(clock)[:, None], np.cos(clock)[:, None], self._targets_in_root_frame(),
-            ],
+            [robot_state(self.batch), np.sin(clock)[:, None], np.cos(clock)[:, None], self._targets_in_root_frame()],
             axis=1,
-        )  # fmt: skip
-        return b.noisy(obs)
+        )
+        return self.batch.noisy(obs)
 
     # -- stepping -------------------------------------------------------------------
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -197,11 +199,9 @@ class JvrcStepEnv:
         smoothed = b.apply(action)
         lay, n = b.layout, self.num_envs
         swing = np.stack([self.phase < 0.5, self.phase >= 0.5], axis=1)
+        foot_force, foot_velocity = gait_scores(b, swing, self.weight)
+        gait = 0.5 * (foot_force + foot_velocity)
         force = np.clip(b.sensors[:, 0:2] / self.weight, 0.0, 1.0)
-        speed = np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2)
-        gait = 0.5 * np.mean(np.where(swing, 1.0 - force, 1.0), axis=1) + 0.5 * np.mean(
-            np.where(swing, 1.0, np.exp(-20.0 * speed**2)), axis=1
-        )
         hit = np.zeros(n)
         progress = np.zeros(n)
         feet = self._foot_pos()

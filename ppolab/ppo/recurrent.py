@@ -20,7 +20,7 @@ from ppolab.ppo.policy import (
     gaussian_kl,
     gaussian_log_prob,
 )
-from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror
+from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror, surrogate_loss, update_stats
 
 
 @dataclass
@@ -118,7 +118,7 @@ def recurrent_update(
             mean = mean[mask]
             ratio = (gaussian_log_prob(mean, std, actions[rows]) - logprobs[rows]).exp()
             a = adv[rows]
-            pg_loss = torch.max(-a * ratio, -a * ratio.clamp(1 - hp.clip, 1 + hp.clip)).mean()
+            pg_loss = surrogate_loss(ratio, a, hp.clip)
             critic_loss = 0.5 * ((critic.seq(mb.pad(obs))[mask] - returns[rows]) ** 2).mean()
             loss = pg_loss - hp.entropy_coeff * gaussian_entropy(std).mean() + critic_loss
             if mirror is not None and mirror_obs is not None:
@@ -134,15 +134,6 @@ def recurrent_update(
             ratios.append(ratio.detach())
     with torch.no_grad():
         mean, std = actor.seq(seg.pad(obs))
-        rows = seg.flat_index()
-        kl = gaussian_kl(b.old_mean[rows], b.old_std[rows], mean[seg.mask], std).mean()
-        entropy = gaussian_entropy(std).mean()
-    return {
-        "actor_loss": torch.stack(actor_losses).mean().item(),
-        "critic_loss": torch.stack(critic_losses).mean().item(),
-        "mirror_loss": torch.stack(mirror_losses).mean().item() if mirror_losses else 0.0,
-        "kl": kl.item(),
-        "entropy": entropy.item(),
-        "clip_fraction": ((torch.cat(ratios) - 1.0).abs() > hp.clip).float().mean().item(),
-        "noise_std": std.mean().item(),
-    }
+        kl = gaussian_kl(b.old_mean[seg.flat_index()], b.old_std[seg.flat_index()], mean[seg.mask], std).mean()
+    losses = {"actor_loss": actor_losses, "critic_loss": critic_losses, "mirror_loss": mirror_losses}
+    return update_stats(losses, ratios, hp.clip, kl, std)

@@ -121,6 +121,22 @@ class FlatAdam:
         self.exp_avg_sq.copy_(state["exp_avg_sq"])
 
 
+def surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's clipped policy loss."""
+    return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
+
+
+def update_stats(losses: dict[str, list[torch.Tensor]], ratios: list[torch.Tensor], clip: float, kl, std) -> dict:
+    """The iteration table's update metrics, from what the minibatch steps collected."""
+    return {
+        **{k: torch.stack(v).mean().item() if v else 0.0 for k, v in losses.items()},
+        "kl": kl.item(),
+        "entropy": gaussian_entropy(std).mean().item(),
+        "clip_fraction": ((torch.cat(ratios) - 1.0).abs() > clip).float().mean().item(),
+        "noise_std": std.mean().item(),
+    }
+
+
 def ppo_update(
     actor: Actor,
     critic: Critic,
@@ -147,7 +163,7 @@ def ppo_update(
             logratio = gaussian_log_prob(mean, std, b_actions[mb]) - b_logprobs[mb]
             ratio = logratio.exp()
             mb_adv = b_advantages[mb]
-            pg_loss = torch.max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - hp.clip, 1 + hp.clip)).mean()
+            pg_loss = surrogate_loss(ratio, mb_adv, hp.clip)
             entropy = gaussian_entropy(std).mean()
             critic_loss = 0.5 * ((critic.head(b_obs[mb]) - b_returns[mb]) ** 2).mean()
             loss = pg_loss - hp.entropy_coeff * entropy + critic_loss
@@ -169,13 +185,5 @@ def ppo_update(
     with torch.no_grad():
         mean, std = actor.head(b.obs)
         kl = gaussian_kl(b.old_mean, b.old_std, mean, std).mean()
-        entropy = gaussian_entropy(std).mean()
-    return {
-        "actor_loss": torch.stack(actor_losses).mean().item(),
-        "critic_loss": torch.stack(critic_losses).mean().item(),
-        "mirror_loss": torch.stack(mirror_losses).mean().item() if mirror_losses else 0.0,
-        "kl": kl.item(),
-        "entropy": entropy.item(),
-        "clip_fraction": ((torch.cat(ratios) - 1.0).abs() > hp.clip).float().mean().item(),
-        "noise_std": std.mean().item(),
-    }
+    losses = {"actor_loss": actor_losses, "critic_loss": critic_losses, "mirror_loss": mirror_losses}
+    return update_stats(losses, ratios, hp.clip, kl, std)
