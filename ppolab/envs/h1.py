@@ -102,7 +102,7 @@ class H1Env:
             build_model,
             {"xml": str(src / "h1.xml"), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd},
         )
-        layout = RobotLayout.resolve(self.model, LEGS, HELD, root="pelvis", upper="torso_link")
+        layout = RobotLayout.resolve(self.model, LEGS, root="pelvis", upper="torso_link")
         nominal = self.model.qpos0.copy()
         nominal[2] = cfg.target_height
         for name in LEGS:

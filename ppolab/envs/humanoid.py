@@ -94,25 +94,21 @@ class RobotLayout:
     """Indices into a humanoid model, resolved once by name."""
 
     leg_joints: list[str]
-    held_joints: list[str]
     leg_qpos: np.ndarray  # qpos index of each leg joint
     leg_qvel: np.ndarray
     leg_act: np.ndarray  # actuator index of each leg joint
-    held_act: np.ndarray
     root_body: int
     upper_body: int  # the body whose orientation "upright" rewards
     torque_limit: np.ndarray  # per leg joint
 
     @classmethod
-    def resolve(cls, model: mujoco.MjModel, legs: list[str], held: list[str], root: str, upper: str) -> RobotLayout:
+    def resolve(cls, model: mujoco.MjModel, legs: list[str], root: str, upper: str) -> RobotLayout:
         jnt = [model.joint(n) for n in legs]
         return cls(
             leg_joints=legs,
-            held_joints=held,
             leg_qpos=np.array([j.qposadr[0] for j in jnt]),
             leg_qvel=np.array([j.dofadr[0] for j in jnt]),
             leg_act=np.array([model.actuator(n).id for n in legs]),
-            held_act=np.array([model.actuator(n).id for n in held], dtype=int),
             root_body=model.body(root).id,
             upper_body=model.body(upper).id,
             torque_limit=np.array([model.actuator(n).forcerange[1] for n in legs]),

@@ -128,7 +128,7 @@ def load_robot(cfg: JvrcConfig, stairs: int = 0) -> tuple[mujoco.MjModel, RobotL
     urdf = urdf_path()
     params = {"urdf": str(urdf), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd, "stairs": stairs}
     model = load_or_build("jvrc", [urdf], build_model, params)
-    layout = RobotLayout.resolve(model, LEGS, [], root="base_link", upper="base_link")
+    layout = RobotLayout.resolve(model, LEGS, root="base_link", upper="base_link")
     qpos = model.qpos0.copy()
     for name in LEGS:
         qpos[model.joint(name).qposadr[0]] = NOMINAL.get(name.split("_", 1)[1], 0.0)
@@ -183,7 +183,6 @@ class WalkConfig(JvrcConfig):
     rewards: WalkRewards = WalkRewards()
 
 
-MODES = ("standing", "in_place", "forward")
 ROLL_YAW_PARTS = [1, 2, 4]  # HIP_R, HIP_Y, ANKLE_R: they turn the other way in a mirror
 
 

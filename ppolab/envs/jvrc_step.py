@@ -91,7 +91,6 @@ class JvrcStepEnv:
         n = num_envs
         self.plan = np.zeros((n, N_STEPS, 4))  # x, y, z, yaw of each footstep
         self.plan_side = np.zeros((n, N_STEPS), dtype=int)
-        self.plan_kind = np.zeros(n, dtype=int)
         self.target = np.zeros(n, dtype=int)  # index of the next footstep
         self.phase = np.zeros(n)
         self.prev_dist = np.zeros(n)
@@ -137,7 +136,6 @@ class JvrcStepEnv:
             z = rise * (k - 1) if climb and k >= 2 else 0.0
             self.plan[i, k] = [x - np.sin(yaw) * offset, y + np.cos(yaw) * offset, z, yaw]
             self.plan_side[i, k] = side
-        self.plan_kind[i] = PLANS.index(kind)
         self._place_stairs(i, climb and rise > 0)
 
     def _place_stairs(self, i: int, climb: bool) -> None:
