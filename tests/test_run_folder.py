@@ -117,3 +117,32 @@ def test_an_interrupt_during_a_checkpoint_write_waits_for_the_write(tmp_path):
             atomic_save(big, path)
     assert torch.load(path, weights_only=True)["w"].shape == (2000, 2000)
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
+
+
+def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
+    """Slurm signals every process of a task and the runner then stops its child: two SIGTERMs
+    milliseconds apart must still end the run cleanly, with its summary line."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO, TINY
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "train", *TINY, "--n-itr", "10000", "--logdir", str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "RAY_ADDRESS": ""},
+    )
+    for line in proc.stdout:
+        if line.startswith("Saved actor"):
+            break
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(60) == 130
+    assert "Training interrupted at iteration" in rest

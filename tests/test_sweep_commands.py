@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -69,6 +68,15 @@ def test_experiment_rejects_an_unknown_flag_before_writing_anything(tmp_path):
     assert not (tmp_path / "sweeps" / "bad").exists()
 
 
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a container's init may be slow to reap an orphan)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_detach_goes_on_in_the_background_and_status_follows_it(tmp_path):
     d = make_sweep(tmp_path, n_itr=3)
     proc = ppolab("sweep", str(d), "--yes", "--detach")
@@ -76,22 +84,13 @@ def test_detach_goes_on_in_the_background_and_status_follows_it(tmp_path):
     assert "Sweep running in the background (pid " in proc.stdout
     pid = int(proc.stdout.split("(pid ")[1].split(")")[0])
     deadline = time.time() + 180
-    while time.time() < deadline:
-        state = json.loads((d / "state.json").read_text()) if (d / "state.json").exists() else None
-        if state and all(r["state"] == "done" for r in state["runs"].values()):
+    while time.time() < deadline:  # the background runner exits by itself once both runs are done
+        if not running(pid):
             break
         time.sleep(0.2)
     assert all(r["state"] == "done" for r in state_of(d).values())
     assert "Sweep finished: 2/2 runs done" in (d / "sweep.log").read_text()
     assert "| done" in ppolab("sweep", str(d), "--status").stdout
-    for _ in range(100):  # the background runner exits by itself
-        try:
-            import os
-
-            os.kill(pid, 0)
-            time.sleep(0.1)
-        except ProcessLookupError:
-            break
 
 
 def test_launch_sweep_script_takes_the_same_arguments(tmp_path):

@@ -38,7 +38,12 @@ WARMUP_ITERATIONS = 1
 
 
 def _raise_interrupt(signum, frame):
-    """SIGTERM ends a run like Ctrl-C: cleanly, with its summary line."""
+    """SIGTERM ends a run like Ctrl-C: cleanly, with its summary line.
+
+    Further SIGTERMs (Slurm signals every process, then the runner stops its child) are
+    ignored until the run has written its summary, instead of killing it half-way.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -319,10 +324,11 @@ def train(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        signal.signal(signal.SIGTERM, previous_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already stopping (after Ctrl-C, say)
         sampler.close()
         total_time = prior_time + (time.perf_counter() - t_start)
         console.final(interrupted, itr, total_time, total_steps, best)
         metrics.close()
         log_file.close()
+        signal.signal(signal.SIGTERM, previous_handler)
     return run_dir, not interrupted
