@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ppolab import __version__
-from ppolab.cli import ops_cli
+from ppolab.cli import ops_cli, tune_cli
 from ppolab.cli.args import InnerParser, Parser, add_model_flags, build
 from ppolab.envs import ENVS
 from ppolab.errors import UserError
@@ -205,6 +205,7 @@ def make_parser() -> Parser:
     _add_experiment(sub)
     _add_analyze(sub)
     _add_compare_report(sub)
+    tune_cli.add_parser(sub)
     ops_cli.add_parsers(sub)
     return parser
 
@@ -432,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
             "analyze": run_analyze,
             "compare": run_compare,
             "report": run_report,
+            "tune": tune_cli.run_tune,
             **ops_cli.COMMANDS,
         }[ns.subcommand](ns)
     except UserError as exc:

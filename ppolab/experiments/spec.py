@@ -60,7 +60,7 @@ class SweepSpec(BaseModel):
     runs: dict[str, RunSpec] = Field(min_length=1)
 
 
-def _line_index(text: str) -> dict[tuple[str, ...], int]:
+def line_index(text: str) -> dict[tuple[str, ...], int]:
     """1-based line of every key path in the YAML document."""
     lines: dict[tuple[str, ...], int] = {}
 
@@ -79,7 +79,7 @@ def _line_index(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
-class _Locator:
+class Locator:
     def __init__(self, path: Path, lines: dict[tuple[str, ...], int]) -> None:
         self.path, self.lines = path, lines
 
@@ -91,25 +91,29 @@ class _Locator:
         return UserError(f"{self.path}:{line}: {message}")
 
 
-def _closest(word: str, options: list[str]) -> str:
+def closest(word: str, options: list[str]) -> str:
     match = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
     return f"; did you mean '{match[0]}'?" if match else f"; valid keys: {', '.join(sorted(options))}"
+
+
+def read_yaml(path: Path, missing_hint: str) -> tuple[Any, Locator]:
+    """A YAML file and a locator for its keys' lines; a missing file or a syntax error is one UserError."""
+    try:
+        text = path.read_text()
+    except (FileNotFoundError, IsADirectoryError):
+        raise UserError(f"{path}: no such file; {missing_hint}") from None
+    try:
+        return yaml.safe_load(text), Locator(path, line_index(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise UserError(f"{path}:{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
 
 
 def load_sweep(sweep_dir: Path) -> SweepSpec:
     """Read, interpolate and validate a sweep file; every failure is one UserError naming file and line."""
     path = sweep_dir / SWEEP_FILE if sweep_dir.is_dir() else sweep_dir
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file; a sweep folder holds a {SWEEP_FILE}") from None
-    try:
-        raw = yaml.safe_load(text)
-        loc = _Locator(path, _line_index(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise UserError(f"{path}:{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
+    raw, loc = read_yaml(path, "a sweep folder holds a " + SWEEP_FILE)
     if not isinstance(raw, dict):
         raise UserError(f"{path}:1: a sweep file is a mapping with metadata, defaults and runs")
     try:
@@ -126,7 +130,7 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
         if err["type"] == "extra_forbidden":
             model = Metadata if keys[0] == "metadata" else RunSpec if keys[0] == "runs" else SweepSpec
             raise loc.error(
-                keys, f"unknown key '{keys[-1]}'{_closest(str(keys[-1]), list(model.model_fields))}"
+                keys, f"unknown key '{keys[-1]}'{closest(str(keys[-1]), list(model.model_fields))}"
             ) from None
         where = ".".join(map(str, keys))
         raise loc.error(keys, f"{where}: {err['msg']}") from None
@@ -141,7 +145,7 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
     return spec
 
 
-def _check_train_keys(spec: SweepSpec, loc: _Locator) -> None:
+def _check_train_keys(spec: SweepSpec, loc: Locator) -> None:
     """defaults, config and grid hold `ppolab train` flags: check names, types and the env."""
     allowed = [k for k in TrainConfig.model_fields if k not in NOT_IN_SWEEPS]
     sections: list[tuple[tuple[str, ...], dict]] = [(("defaults",), spec.defaults)]
@@ -150,7 +154,7 @@ def _check_train_keys(spec: SweepSpec, loc: _Locator) -> None:
     for where, values in sections:
         for name in values:
             if name not in allowed:
-                hint = " (the runner sets it)" if name in NOT_IN_SWEEPS else _closest(name, allowed)
+                hint = " (the runner sets it)" if name in NOT_IN_SWEEPS else closest(name, allowed)
                 raise loc.error((*where, name), f"unknown train flag '{name}'{hint}")
     for key, run in spec.runs.items():
         for name, values in run.grid.items():
@@ -161,7 +165,7 @@ def _check_train_keys(spec: SweepSpec, loc: _Locator) -> None:
         _check_value(loc, ("runs", key, "config"), {**spec.defaults, **run.config})
 
 
-def _check_value(loc: _Locator, where: tuple[str, ...], values: dict) -> None:
+def _check_value(loc: Locator, where: tuple[str, ...], values: dict) -> None:
     try:
         TrainConfig(**values)
     except ValidationError as exc:

@@ -1,0 +1,148 @@
+"""`ppolab tune`: search train flags with Optuna."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ppolab.cli.args import add_model_flags, build
+from ppolab.envs import ENVS
+from ppolab.errors import UserError
+from ppolab.ppo.config import TrainConfig
+
+TUNE_HELP = """Search `ppolab train` flags with Optuna. Each trial trains once per seed (and per
+env with --env-ids), one run at a time under the machine lock; the objective is
+the mean of --metric over them. The median pruner stops a trial whose running
+score falls below the median of earlier trials at the same iteration.
+
+The search space is a YAML file:
+
+  params:
+    lr: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}
+    entropy_coeff: {type: float, low: 0.0, high: 0.01}
+    epochs: {type: int, low: 2, high: 8}
+    minibatch_size: {type: categorical, choices: [64, 128, 256]}
+    n_itr: 60                # a plain value is fixed for every trial
+  target_scores:             # with --env-ids: reward of a poor and a good policy
+    cartpole: [0, 400]
+
+The study lives in --storage (default sqlite:///experiments/tune/NAME.db) and
+its runs in experiments/tune/NAME/. The same command again continues it up to
+--n-trials finished trials; a trial cut off by Ctrl-C or a kill runs again and
+resumes its runs from their checkpoints. After the trials: report.md (best
+trials, parameter importances), history.png and confirm/sweep.yaml, a sweep of
+the best values against the defaults on fresh seeds. Browse a study live with
+`optuna-dashboard sqlite:///experiments/tune/NAME.db`.
+
+example:
+  ppolab tune --env cartpole --space space.yaml --n-trials 20 --study cartpole-lr --seeds 2 --n-itr 60
+"""
+
+NOT_FLAGS = {"env", "seed", "logdir", "run_name", "continued"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="search train flags with Optuna (pruning, seeds, resume)",
+        description=TUNE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    envs = p.add_mutually_exclusive_group()
+    envs.add_argument("--env", choices=sorted(ENVS), help="task to tune on")
+    envs.add_argument(
+        "--env-ids", nargs="+", choices=sorted(ENVS), metavar="ENV", help="several tasks (needs target_scores)"
+    )
+    p.add_argument("--space", metavar="FILE", help="search-space YAML file (required unless --report)")
+    p.add_argument("--study", required=True, metavar="NAME", help="study name")
+    p.add_argument("--n-trials", type=int, default=20, metavar="N", help="finished trials to reach (default: 20)")
+    p.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: sqlite:///experiments/tune/NAME.db)")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs per trial: seeds SEED..SEED+N-1 (default: 1)",
+    )
+    p.add_argument("--seed", type=int, default=1, metavar="SEED", help="first seed of each trial (default: 1)")
+    p.add_argument(
+        "--metric",
+        choices=["final_reward", "peak_eval"],
+        default="final_reward",
+        help="final_reward: mean episode reward over the last 10%% of iterations; "
+        "peak_eval: best evaluation reward (default: final_reward)",
+    )
+    p.add_argument("--pruner", choices=["median", "none"], default="median", help="(default: median)")
+    p.add_argument("--sampler", choices=["tpe", "random", "grid"], default="tpe", help="(default: tpe)")
+    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
+    p.add_argument("--report", action="store_true", help="write the outputs of the study as it is; run no trial")
+    add_model_flags(p, TrainConfig, skip=NOT_FLAGS)
+
+
+def run_tune(ns: argparse.Namespace) -> int:
+    import re
+
+    from ppolab.experiments.search_space import load_space
+    from ppolab.experiments.tune import TuneSettings, default_storage, open_study, run_study
+    from ppolab.experiments.tune_report import write_outputs
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", ns.study):
+        raise UserError(f"--study {ns.study!r}: use letters, digits, '-', '_' and '.' (it names a folder and a file)")
+    if ns.n_trials < 1:
+        raise UserError("--n-trials: must be at least 1")
+    if ns.seeds < 1:
+        raise UserError("--seeds: must be at least 1")
+    storage = ns.storage or default_storage(ns.study)
+    root = Path("experiments/tune")
+    if ns.report:
+        import optuna
+
+        if storage.startswith("sqlite:///") and not Path(storage.removeprefix("sqlite:///")).is_file():
+            raise UserError(f"--study {ns.study}: no such study ({storage.removeprefix('sqlite:///')} is missing)")
+        try:
+            study = optuna.load_study(study_name=ns.study, storage=storage)
+        except KeyError:
+            raise UserError(f"--study {ns.study}: no such study in {storage}") from None
+        _print_outputs(write_outputs(study, root / ns.study))
+        return 0
+    if not ns.space:
+        raise UserError("--space FILE is required (the search space; see ppolab tune --help)")
+    envs = ns.env_ids or ([ns.env] if ns.env else None)
+    if not envs:
+        raise UserError("--env (or --env-ids A B ...) is required")
+    given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields and k not in NOT_FLAGS}
+    for env in envs:
+        build(TrainConfig, {**given, "env": env})
+    space = load_space(Path(ns.space), given, envs)
+    settings = TuneSettings(
+        study=ns.study,
+        envs=envs,
+        space=space,
+        n_trials=ns.n_trials,
+        seeds=list(range(ns.seed, ns.seed + ns.seeds)),
+        metric=ns.metric,
+        train_flags=given,
+        storage=storage,
+        sampler=ns.sampler,
+        pruner=ns.pruner,
+        root=root,
+    )
+    if ns.sampler == "grid":
+        space.grid()  # a space without a finite grid is refused before anything runs
+    settings.say(
+        f"Study {ns.study} in {storage}: {', '.join(envs)}, seeds {settings.seeds}, metric {ns.metric}, "
+        f"{ns.sampler} sampler, {ns.pruner} pruner"
+    )
+    code = run_study(settings, wait_for_lock=not ns.no_wait)
+    _print_outputs(write_outputs(open_study(settings), settings.study_dir))
+    return code
+
+
+def _print_outputs(out: dict) -> None:
+    report = out["report"]
+    print(report.read_text(), end="")
+    print(f"Report: {report}")
+    if out["history"]:
+        print(f"History plot: {out['history']}")
+    if out["confirm"]:
+        print(f"Confirmation sweep: ppolab sweep {out['confirm'].parent}")

@@ -1,0 +1,363 @@
+"""`ppolab tune`: an Optuna study over train flags, one trial at a time under the machine lock.
+
+A trial is one `ppolab train` process per env and seed, run in turn. While a run
+trains, its metrics.jsonl is read as it grows and the running score goes to
+Optuna, so the pruner can stop a hopeless trial (the run gets SIGTERM and stops
+cleanly). The objective is the mean over seeds (and envs, normalised by
+target_scores) of the chosen metric.
+
+Everything lives in the study's storage (default: SQLite in experiments/tune/)
+and in experiments/tune/NAME/: a run folder per trial, env and seed, and the
+outputs. Running the same command again continues the study until it holds
+--n-trials finished (complete or pruned) trials. A trial left RUNNING by a
+killed process is failed and queued again with the same values: on this machine
+at once (the machine lock proves its process is gone), on other machines when
+its heartbeat stops. Its retry resumes the runs from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import optuna
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
+from optuna.trial import TrialState
+
+from ppolab.analysis.parse import read_jsonl
+from ppolab.analysis.summary import summarize_run
+from ppolab.errors import UserError
+from ppolab.experiments.machine_lock import MachineLock
+from ppolab.experiments.plan import train_argv
+from ppolab.experiments.runner import Job, prepare_run_dir
+from ppolab.experiments.search_space import SearchSpace
+
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial
+
+Metric = Literal["final_reward", "peak_eval"]
+HEARTBEAT_S = 10  # a RUNNING trial whose process stopped beating for GRACE_S is failed and run again
+GRACE_S = 60
+MAX_RETRIES = 3
+FAILURES_IN_A_ROW = 3  # stop the study: something is wrong with every trial, not with one
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def default_storage(study: str) -> str:
+    return f"sqlite:///experiments/tune/{study}.db"
+
+
+@dataclass
+class TuneSettings:
+    study: str
+    envs: list[str]
+    space: SearchSpace
+    n_trials: int
+    seeds: list[int]
+    metric: Metric
+    train_flags: dict[str, Any]  # given on the command line, the same for every trial
+    storage: str
+    sampler: Literal["tpe", "random", "grid"] = "tpe"
+    pruner: Literal["median", "none"] = "median"
+    root: Path = Path("experiments/tune")
+    out: io.TextIOBase | Any = field(default=sys.stdout)
+
+    @property
+    def study_dir(self) -> Path:
+        return self.root / self.study
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+
+class TrialFailed(Exception):
+    pass
+
+
+def open_study(s: TuneSettings) -> optuna.Study:
+    """Create or load the study; the same settings continue it, others are refused."""
+    if s.storage.startswith("sqlite:///") and not s.storage.startswith("sqlite:////"):
+        Path(s.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        storage = RDBStorage(
+            s.storage,
+            heartbeat_interval=HEARTBEAT_S,
+            grace_period=GRACE_S,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES),
+        )
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds; all mean "cannot open it"
+        raise UserError(f"--storage {s.storage}: cannot open it ({str(exc).splitlines()[0]})") from None
+    n_itr = int({**s.space.fixed, **s.train_flags}.get("n_itr", 20000))
+    pruner = (
+        optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, n_itr // 4))
+        if s.pruner == "median"
+        else optuna.pruners.NopPruner()
+    )
+    study = optuna.create_study(
+        study_name=s.study, storage=storage, pruner=pruner, direction="maximize", load_if_exists=True
+    )
+    study.sampler = _sampler(s, len(study.trials))
+    settings = {
+        "envs": s.envs,
+        "seeds": s.seeds,
+        "metric": s.metric,
+        "train_flags": s.train_flags,
+        "fixed": s.space.fixed,
+    }
+    recorded = study.user_attrs.get("settings")
+    if recorded is None:
+        study.set_user_attr("settings", settings)
+    elif recorded != _jsonable(settings):
+        changed = next(k for k in settings if recorded.get(k) != _jsonable(settings)[k])
+        raise UserError(
+            f"study '{s.study}' was started with other {changed.replace('_', ' ')} ({recorded.get(changed)}); "
+            "use the same command to continue it, or a new --study NAME"
+        )
+    return study
+
+
+def _sampler(s: TuneSettings, n_before: int) -> optuna.samplers.BaseSampler:
+    """Seeded for reproducibility, and by the trials already run, so a continued study draws new values."""
+    seed = int(np.random.SeedSequence([s.seeds[0], n_before]).generate_state(1)[0])
+    if s.sampler == "grid":
+        return optuna.samplers.GridSampler(s.space.grid(), seed=seed)
+    if s.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=FINISHED)
+
+
+def recover_dead_trials(study: optuna.Study, say: Callable[[str], None]) -> None:
+    """RUNNING trials of this host are dead (we hold the machine lock): fail them and queue a retry.
+
+    Trials of other hosts are left to their heartbeats (fail_stale_trials).
+    """
+    host = socket.gethostname()
+    retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if t.user_attrs.get("host") != host:
+            continue
+        try:
+            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue
+        say(f"Trial {t.number} was left running by a process that is gone; it runs again.")
+        retry(study, study._storage.get_trial(t._trial_id))
+    fail_stale_trials(study)
+
+
+def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
+    """Run trials until the study holds n_trials finished ones. 0 done, 1 failed, 130 interrupted."""
+    lock = MachineLock({"sweep": f"tune {s.study}", "dir": str(s.study_dir.resolve())})
+    if not lock.acquire(
+        wait_for_lock,
+        on_wait=lambda who: s.say(f"Waiting for {who} to finish: one training job at a time on this machine."),
+    ):
+        raise UserError(f"the machine is busy with {lock.holder()}; wait for it, or drop --no-wait to queue")
+    import torch.utils.tensorboard  # noqa: F401  - imported once here, every forked run starts without it
+
+    import ppolab.ppo.trainer  # noqa: F401
+
+    try:
+        study = open_study(s)
+        s.study_dir.mkdir(parents=True, exist_ok=True)
+        recover_dead_trials(study, s.say)
+        failures = 0
+        while len(finished_trials(study)) < s.n_trials:
+            if s.sampler == "grid" and _grid_exhausted(study, s.space):
+                s.say("Every point of the grid has been tried.")
+                break
+            trial = study.ask()
+            done = len(finished_trials(study))
+            try:
+                value = _run_trial(s, study, trial, done)
+            except optuna.TrialPruned as pruned:
+                study.tell(trial, state=TrialState.PRUNED)
+                s.say(f"Trial {trial.number}: pruned ({pruned})")
+                failures = 0
+            except TrialFailed as exc:
+                study.tell(trial, state=TrialState.FAIL)
+                s.say(f"Trial {trial.number}: failed ({exc})")
+                failures += 1
+                if failures >= FAILURES_IN_A_ROW:
+                    s.say(f"Stopping: {failures} trials failed in a row; read their logs in {s.study_dir}.")
+                    return 1
+            except KeyboardInterrupt:
+                study.tell(trial, state=TrialState.FAIL)
+                RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(
+                    study, study._storage.get_trial(trial._trial_id)
+                )
+                s.say(f"Interrupted: trial {trial.number} runs again (from its checkpoints) when you continue.")
+                return 130
+            else:
+                study.tell(trial, value)
+                failures = 0
+                best = study.best_trial
+                s.say(f"Trial {trial.number}: {value:.4g}  (best: trial {best.number}, {best.value:.4g})")
+        return 0
+    finally:
+        lock.release()
+
+
+def _grid_exhausted(study: optuna.Study, space: SearchSpace) -> bool:
+    tried = {tuple(sorted(t.params.items())) for t in finished_trials(study)}
+    return len(tried) >= space.grid_size()
+
+
+def _trial_dir(s: TuneSettings, trial: optuna.Trial) -> Path:
+    """A retry works in its original trial's folder, so its runs resume from their checkpoints."""
+    system = trial.study._storage.get_trial_system_attrs(trial._trial_id)
+    number = system.get("failed_trial", trial.number)
+    return s.study_dir / f"trial-{number:04d}"
+
+
+def _run_trial(s: TuneSettings, study: optuna.Study, trial: optuna.Trial, done: int) -> float:
+    values = s.space.suggest(trial)
+    trial.set_user_attr("host", socket.gethostname())
+    trial.set_user_attr("pid", os.getpid())
+    shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items())
+    s.say(f"Trial {trial.number} ({done + 1}/{s.n_trials}): {shown}")
+    config = {**s.space.fixed, **s.train_flags, **values}
+    n_itr = int(config.get("n_itr", 20000))
+    trial_dir = _trial_dir(s, trial)
+    scores: dict[str, float] = {}
+    runs = [(env, seed) for env in s.envs for seed in s.seeds]
+    for k, (env, seed) in enumerate(runs):
+        name = f"{env}-s{seed}"
+        argv = train_argv({**config, "env": env, "seed": seed}, trial_dir, name)
+        raw = _train(s, trial, argv, trial_dir / name, offset=k * n_itr, n_itr=n_itr, env=env, prior=scores)
+        scores[name] = raw
+        trial.set_user_attr("scores", scores)
+    return _objective(s, scores)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def _normalise(s: TuneSettings, env: str, raw: float) -> float:
+    if len(s.envs) == 1:
+        return raw
+    low, high = s.space.target_scores[env]
+    return min(1.0, max(0.0, (raw - low) / (high - low)))
+
+
+def _objective(s: TuneSettings, scores: dict[str, float]) -> float:
+    vals = [_normalise(s, name.rsplit("-s", 1)[0], v) for name, v in scores.items()]
+    return sum(vals) / len(vals)
+
+
+def running_score(metric: Metric, path: Path) -> list[tuple[int, float]]:
+    """(iteration, score so far) for every point the metric can be read at, from a growing metrics.jsonl."""
+    rec = read_jsonl(path)
+    points: list[tuple[int, float]] = []
+    if metric == "peak_eval":
+        best = -math.inf
+        for e in rec.evals:
+            if math.isfinite(e["reward"]):
+                best = max(best, e["reward"])
+                points.append((e["iteration"], best))
+        return points
+    rewards: list[float] = []
+    for r in rec.iterations:
+        rewards.append(r["mean_eprew"])
+        tail = [x for x in rewards[-max(1, len(rewards) // 10) :] if math.isfinite(x)]
+        if tail:  # the run's final reward if it stopped here (mean over its last 10% of iterations)
+            points.append((r["iteration"], sum(tail) / len(tail)))
+    return points
+
+
+def _train(
+    s: TuneSettings,
+    trial: optuna.Trial,
+    argv: list[str],
+    run_dir: Path,
+    *,
+    offset: int,
+    n_itr: int,
+    env: str,
+    prior: dict[str, float],
+) -> float:
+    """Run (or resume, or reuse) one training run, reporting its running score; its final score."""
+    summary = summarize_run(run_dir) if (run_dir / "last.pt").is_file() else None
+    if summary is None or summary.iterations < n_itr:
+        argv, resumed = prepare_run_dir(run_dir, argv)
+        log = run_dir.parent / f"{run_dir.name}.log"
+        s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
+        job = Job(argv, log, open(os.devnull, "w"))
+        reported = -1
+        beat = 0.0
+        try:
+            while job.poll() is None:
+                if time.monotonic() - beat > HEARTBEAT_S:
+                    trial.study._storage.record_heartbeat(trial._trial_id)
+                    beat = time.monotonic()
+                reported = _report(s, trial, run_dir, offset, reported, env, prior)
+                if trial.should_prune():
+                    job.stop()
+                    job.wait(None)
+                    raise optuna.TrialPruned(f"{run_dir.name} at iteration {reported - offset}")
+                time.sleep(0.5)
+        except BaseException:
+            job.stop()
+            job.wait(None)
+            raise
+        code, _ = job.wait(None)
+        _report(s, trial, run_dir, offset, reported, env, prior)
+        if code != 0:
+            raise TrialFailed(f"{run_dir.name} exited with code {code}; see {log}")
+    else:
+        s.say(f"  {run_dir.name}: done before, reused")
+    summary = summarize_run(run_dir)
+    raw = None
+    if summary is not None:
+        raw = summary.final_mean_reward if s.metric == "final_reward" else summary.peak_eval_reward
+    if raw is None or not math.isfinite(raw):
+        raise TrialFailed(f"{run_dir.name} has no finite {s.metric.replace('_', ' ')}")
+    return raw
+
+
+def _report(
+    s: TuneSettings,
+    trial: optuna.Trial,
+    run_dir: Path,
+    offset: int,
+    reported: int,
+    env: str,
+    prior: dict[str, float],
+) -> int:
+    """Send the new points of the running score to Optuna; the last step sent.
+
+    The value is the objective as it would be if this run ended now: the mean with
+    the runs already finished in this trial, so that steps of different trials compare.
+    """
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return reported
+    for itr, score in running_score(s.metric, path):
+        step = offset + itr
+        if step > reported:
+            value = _objective(s, {**prior, f"{env}-s?": score})
+            trial.report(value, step)
+            reported = step
+    return reported

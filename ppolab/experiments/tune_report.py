@@ -1,0 +1,159 @@
+"""What a study leaves for its user: best trials, importances, a history plot and a confirmation sweep.
+
+Written to experiments/tune/NAME/ after every `ppolab tune` (and by `--report`):
+report.md, history.png and confirm/sweep.yaml. One lucky trial proves little, so
+the confirmation sweep runs the best values and the defaults on fresh seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import TrialState
+
+from ppolab.errors import UserError
+from ppolab.experiments.display import table
+from ppolab.experiments.quick import write_sweep
+from ppolab.ppo.run_files import atomic_write_text
+
+CONFIRM_SEEDS = 5
+
+
+def best_table(study: optuna.Study, n: int = 5) -> str:
+    done = sorted(study.get_trials(states=(TrialState.COMPLETE,)), key=lambda t: -t.value)[:n]
+    names = sorted({k for t in done for k in t.params})
+    rows = [[str(t.number), f"{t.value:.4g}", *(_fmt(t.params.get(k)) for k in names)] for t in done]
+    return table(["trial", "value", *names], rows)
+
+
+def importances(study: optuna.Study) -> dict[str, float] | None:
+    """Optuna's parameter importances (PED-ANOVA), or None with too few complete trials to judge."""
+    complete = study.get_trials(states=(TrialState.COMPLETE,))
+    if len(complete) < 5 or len({tuple(sorted(t.params.items())) for t in complete}) < 2:
+        return None
+    try:
+        return optuna.importance.get_param_importances(study)
+    except (RuntimeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def plot_history(study: optuna.Study, path: Path) -> Path:
+    """Each finished trial's value (pruned ones at their last report) and the best so far."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    pruned = [t for t in study.trials if t.state == TrialState.PRUNED and t.intermediate_values]
+    ax.scatter([t.number for t in complete], [t.value for t in complete], label="complete", color="tab:blue")
+    ax.scatter(
+        [t.number for t in pruned],
+        [t.intermediate_values[max(t.intermediate_values)] for t in pruned],
+        label="pruned (last report)",
+        marker="x",
+        color="tab:gray",
+    )
+    best, xs, ys = -math.inf, [], []
+    for t in sorted(complete, key=lambda t: t.number):
+        best = max(best, t.value)
+        xs.append(t.number)
+        ys.append(best)
+    ax.step(xs, ys, where="post", color="tab:red", label="best so far")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("objective")
+    ax.set_title(f"Study {study.study_name}")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def confirm_doc(study: optuna.Study, settings: dict[str, Any]) -> dict[str, Any]:
+    """A sweep: defaults against the best values, on fresh seeds, for every env of the study."""
+    best = study.best_trial
+    envs: list[str] = settings["envs"]
+    first = max(settings["seeds"]) + 1
+    seeds = list(range(first, first + max(CONFIRM_SEEDS, 2 * len(settings["seeds"]))))
+    shown = ", ".join(f"{k}={_fmt(v)}" for k, v in best.params.items())
+    runs: dict[str, Any] = {}
+    for env in envs:
+        suffix = f"-{env}" if len(envs) > 1 else ""
+        env_cfg = {"env": env} if len(envs) > 1 else {}
+        runs[f"defaults{suffix}"] = {"name": f"defaults{suffix}", "config": env_cfg}
+        runs[f"best{suffix}"] = {"name": f"best{suffix}", "config": {**env_cfg, **best.params}}
+    return {
+        "metadata": {
+            "name": f"{study.study_name}-confirm",
+            "description": f"Confirms trial {best.number} of tuning study {study.study_name} ({shown})",
+            "hypothesis": f"the tuned values beat the defaults on fresh seeds {seeds[0]}-{seeds[-1]}",
+            "experiment_tag_prefix": f"{study.study_name}-confirm",
+        },
+        "defaults": {"env": envs[0], **settings["fixed"], **settings["train_flags"]},
+        "seeds": seeds,
+        "runs": runs,
+    }
+
+
+def write_outputs(study: optuna.Study, study_dir: Path) -> dict[str, Path | None]:
+    """report.md, history.png and confirm/sweep.yaml; the confirm sweep is kept once it has run."""
+    settings = study.user_attrs["settings"]
+    counts = {s.name.lower(): len(study.get_trials(deepcopy=False, states=(s,))) for s in TrialState}
+    lines = [
+        f"# Tuning study {study.study_name}",
+        "",
+        f"Envs: {', '.join(settings['envs'])}; seeds per trial: {settings['seeds']}; metric: {settings['metric']}"
+        + (" (normalised by target_scores, then averaged)" if len(settings["envs"]) > 1 else " (mean over seeds)"),
+        "Trials: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n),
+        "",
+    ]
+    out: dict[str, Path | None] = {"report": study_dir / "report.md", "history": None, "confirm": None}
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        lines.append("No complete trial yet.")
+    else:
+        lines += ["## Best trials", "", best_table(study), ""]
+        imp = importances(study)
+        lines += ["## Parameter importances (PED-ANOVA)", ""]
+        if imp is None:
+            lines.append("Too few complete trials with different values to judge.")
+        else:
+            lines += [table(["parameter", "importance"], [[k, f"{v:.3f}"] for k, v in imp.items()])]
+        out["history"] = plot_history(study, study_dir / "history.png")
+        lines += ["", "## History", "", "![history](history.png)", ""]
+        confirm_dir = study_dir / "confirm"
+        doc = confirm_doc(study, settings)
+        if (confirm_dir / "state.json").exists() and (confirm_dir / "sweep.yaml").exists():
+            if yaml.safe_load((confirm_dir / "sweep.yaml").read_text()) != doc:
+                lines.append(f"The confirmation sweep in {confirm_dir} has run with an earlier best; it is kept.")
+        else:
+            if (confirm_dir / "sweep.yaml").exists():
+                (confirm_dir / "sweep.yaml").unlink()
+            try:
+                write_sweep(study_dir, "confirm", doc)
+            except UserError as exc:
+                raise UserError(f"confirmation sweep: {exc}") from None
+        out["confirm"] = confirm_dir / "sweep.yaml"
+        lines += [
+            "## Confirm it",
+            "",
+            "The best trial may be a lucky one. Run the best values against the defaults on fresh seeds:",
+            "",
+            f"    ppolab sweep {confirm_dir}",
+        ]
+    atomic_write_text(out["report"], "\n".join(lines) + "\n")
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if isinstance(v, float) else str(v)

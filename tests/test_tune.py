@@ -1,0 +1,144 @@
+"""`ppolab tune`: the search-space file, and a real Optuna study (SQLite) killed mid-trial and continued."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import TINY, run_ppolab
+from optuna.trial import TrialState
+
+from ppolab.analysis.parse import read_jsonl
+from ppolab.errors import UserError
+from ppolab.experiments.search_space import FloatRange, load_space
+
+TINY_TUNE = [a for a in TINY if a not in ("--minibatch-size", "32")]  # the space searches it
+SPACE = """\
+params:
+  lr: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}
+  minibatch_size: {type: categorical, choices: [32, 64]}
+  n_itr: %d
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_space_file_gives_ranges_choices_and_fixed_values(tmp_path):
+    space = load_space(write(tmp_path, SPACE % 6), {"num_procs": 2}, ["cartpole"])
+    assert space.fixed == {"n_itr": 6}
+    assert isinstance(space.searched["lr"], FloatRange) and space.searched["lr"].log
+    assert space.searched["minibatch_size"].choices == [32, 64]
+
+
+@pytest.mark.parametrize(
+    "text, given, envs, message",
+    [
+        ("params:\n  lr: {type: float, low: 1.0e-3, high: 1.0e-4}\n", {}, ["cartpole"], ":2: lr: high must be above"),
+        ("params:\n  gama: {type: float, low: 0.9, high: 0.99}\n", {}, ["cartpole"], "did you mean 'gamma'"),
+        ("params:\n  lr: {type: real, low: 0.1, high: 0.2}\n", {}, ["cartpole"], "type must be float, int or"),
+        ("params:\n  lr: {type: float, low: 0.0, high: 0.1, log: true}\n", {}, ["cartpole"], "log range needs low > 0"),
+        ("params:\n  clip: {type: float, low: -0.1, high: 0.3}\n", {}, ["cartpole"], "clip=-0.1: clip: Input should"),
+        (
+            "params:\n  lr: {type: float, low: 1.0e-4, high: 1.0e-3}\n",
+            {"lr": 1e-3},
+            ["cartpole"],
+            "also given as a flag",
+        ),
+        ("params:\n  seed: {type: int, low: 1, high: 9}\n", {}, ["cartpole"], "ppolab tune sets it per run"),
+        ("params:\n  lr: {type: float, low: 1.0e-4, high: 1.0e-3}\n", {}, ["cartpole", "h1"], "add target_scores"),
+        ("params:\n  lr: {type: float, low: 1.0e-4, hi: 1.0e-3}\n", {}, ["cartpole"], "unknown key 'hi'"),
+        ("parms:\n  lr: 0.1\n", {}, ["cartpole"], "unknown key 'parms'; did you mean 'params'?"),
+    ],
+)
+def test_space_mistakes_are_one_line_naming_file_line_and_key(tmp_path, text, given, envs, message):
+    with pytest.raises(UserError) as err:
+        load_space(write(tmp_path, text), given, envs)
+    assert str(err.value).startswith(str(tmp_path / "space.yaml") + ":")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bad_space_is_refused_before_any_trial_runs(tmp_path):
+    write(tmp_path, "params:\n  lr: {type: float, low: 1.0e-3, high: 1.0e-4}\n")
+    proc = run_ppolab("tune", "--env", "cartpole", "--space", "space.yaml", "--study", "s", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "ppolab tune: error: space.yaml:2: lr: high must be above low (got low=0.001, high=0.0001)\n"
+    assert not (tmp_path / "experiments").exists()
+
+
+def complete_trials(storage: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name="kill", storage=storage).get_trials(states=(TrialState.COMPLETE,))
+
+
+def test_a_study_killed_mid_trial_continues_to_three_complete_trials_without_duplicates(tmp_path):
+    n_itr = 8
+    write(tmp_path, SPACE % n_itr)
+    args = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "kill", "--n-trials", "3"]
+    env = {**os.environ, "RAY_ADDRESS": "", "PPOLAB_LOCK_DIR": str(tmp_path)}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+    )
+    metrics = tmp_path / "experiments/tune/kill/trial-0001/cartpole-s1/metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (metrics.exists() and len(read_jsonl(metrics).iterations) >= 3):
+        assert time.monotonic() < deadline and first.poll() is None, "trial 1 never got going"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)  # no chance to tidy up: trial 1 stays RUNNING in the database
+    first.wait()
+    storage = "sqlite:///" + str(tmp_path / "experiments/tune/kill.db")
+    assert len(complete_trials(storage)) == 1
+
+    again = run_ppolab(*args, cwd=tmp_path, env={"PPOLAB_LOCK_DIR": str(tmp_path)})
+    assert again.returncode == 0, again.stderr
+    assert "Trial 1 was left running by a process that is gone; it runs again." in again.stdout
+    assert "cartpole-s1: resuming" in again.stdout
+
+    trials = optuna.load_study(study_name="kill", storage=storage).trials
+    assert [t.state for t in trials].count(TrialState.COMPLETE) == 3
+    assert [t.state for t in trials].count(TrialState.FAIL) == 1  # the killed one, retried once
+    done = complete_trials(storage)
+    assert len({tuple(sorted(t.params.items())) for t in done}) == 3  # three different configurations
+    assert done[1].system_attrs["failed_trial"] == 1 and done[1].params == trials[1].params
+    resumed = read_jsonl(metrics).iterations
+    assert [r["iteration"] for r in resumed] == list(range(n_itr))  # resumed: nothing lost, nothing repeated
+    assert sorted(p.name for p in (tmp_path / "experiments/tune/kill").glob("trial-*")) == [
+        "trial-0000",
+        "trial-0001",
+        "trial-0003",
+    ]
+    report = (tmp_path / "experiments/tune/kill/report.md").read_text()
+    assert "## Best trials" in report and "ppolab sweep experiments/tune/kill/confirm" in report
+    assert (tmp_path / "experiments/tune/kill/history.png").stat().st_size > 10_000
+    confirm = run_ppolab("sweep", "experiments/tune/kill/confirm", "--dry-run", cwd=tmp_path)
+    assert confirm.returncode == 0 and "best-s2" in confirm.stdout and "defaults-s6" in confirm.stdout
+
+    finished = run_ppolab(*args, cwd=tmp_path, env={"PPOLAB_LOCK_DIR": str(tmp_path)})  # nothing left to do
+    assert finished.returncode == 0 and "Trial" not in finished.stdout.split("# Tuning study")[0]
+    assert len(optuna.load_study(study_name="kill", storage=storage).trials) == 4  # no trial added
+
+
+def test_a_continued_study_keeps_its_settings_and_report_reruns_no_trial(tmp_path):
+    write(tmp_path, SPACE % 2)
+    base = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "same", "--n-trials", "1"]
+    env = {"PPOLAB_LOCK_DIR": str(tmp_path)}
+    assert run_ppolab(*base, cwd=tmp_path, env=env).returncode == 0
+    other = run_ppolab(*base, "--seeds", "2", cwd=tmp_path, env=env)
+    assert other.returncode == 2
+    assert other.stderr.startswith("ppolab tune: error: study 'same' was started with other seeds ([1])")
+
+    (tmp_path / "experiments/tune/same/report.md").unlink()
+    again = run_ppolab("tune", "--study", "same", "--report", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and (tmp_path / "experiments/tune/same/report.md").exists()
+    assert "Trial 1" not in again.stdout and "1 complete" in again.stdout
+    missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and "no such study" in missing.stderr
