@@ -118,24 +118,23 @@ class JvrcStepEnv:
         half = c.step_width / 2
         lateral = rng.uniform(*c.lateral_step) * rng.choice([-1, 1])
         turn = rng.uniform(*c.turn_per_step) * rng.choice([-1, 1])
-        x = y = yaw = 0.0
-        for k in range(N_STEPS):
-            side = (first + k) % 2
-            if kind == "forward":
-                x += length
-            elif kind == "backward":
-                x -= length
-            elif kind == "lateral":
-                y += lateral
-            elif kind == "curved":
-                yaw += turn
-                x += np.cos(yaw) * length
-                y += np.sin(yaw) * length
-            offset = half if side == SIDE_L else -half
-            # on stairs, the first two footsteps stay on the floor: the flight starts clear of the feet
-            z = rise * (k - 1) if climb and k >= 2 else 0.0
-            self.plan[i, k] = [x - np.sin(yaw) * offset, y + np.cos(yaw) * offset, z, yaw]
-            self.plan_side[i, k] = side
+        k = np.arange(N_STEPS)
+        side = (first + k) % 2
+        step = np.full(N_STEPS, length)  # cumulative sums add in order, as a walker would
+        zero = np.zeros(N_STEPS)
+        yaw = np.cumsum(np.full(N_STEPS, turn)) if kind == "curved" else zero
+        x, y = {
+            "forward": (np.cumsum(step), zero),
+            "backward": (np.cumsum(-step), zero),
+            "lateral": (zero, np.cumsum(np.full(N_STEPS, lateral))),
+            "curved": (np.cumsum(np.cos(yaw) * length), np.cumsum(np.sin(yaw) * length)),
+            "standing": (zero, zero),
+        }[kind]
+        offset = np.where(side == SIDE_L, half, -half)
+        # on stairs, the first two footsteps stay on the floor: the flight starts clear of the feet
+        z = np.where(k >= 2, rise * (k - 1), 0.0) if climb else zero
+        self.plan[i] = np.stack([x - np.sin(yaw) * offset, y + np.cos(yaw) * offset, z, yaw], axis=1)
+        self.plan_side[i] = side
         self._place_stairs(i, climb and rise > 0)
 
     def _place_stairs(self, i: int, climb: bool) -> None:
@@ -168,19 +167,23 @@ class JvrcStepEnv:
         return float(np.linalg.norm(foot[:2] - self.plan[i, k, :2]))
 
     def _targets_in_root_frame(self) -> np.ndarray:
+        """The next two footsteps (x, y, z, yaw) relative to the root's position and heading."""
         b = self.batch
-        n = self.num_envs
-        heading = yaw(b.qpos[:, 3:7])
-        out = np.zeros((n, 8))
-        for j in range(2):
-            k = np.minimum(self.target + j, N_STEPS - 1)
-            t = self.plan[np.arange(n), k]
-            dx, dy = t[:, 0] - b.qpos[:, 0], t[:, 1] - b.qpos[:, 1]
-            out[:, 4 * j] = np.cos(heading) * dx + np.sin(heading) * dy
-            out[:, 4 * j + 1] = -np.sin(heading) * dx + np.cos(heading) * dy
-            out[:, 4 * j + 2] = t[:, 2] - (b.qpos[:, 2] - self.batch.nominal_qpos[2])
-            out[:, 4 * j + 3] = np.angle(np.exp(1j * (t[:, 3] - heading)))
-        return out
+        heading = yaw(b.qpos[:, 3:7])[:, None]
+        k = np.minimum(self.target[:, None] + np.arange(2), N_STEPS - 1)
+        t = self.plan[np.arange(self.num_envs)[:, None], k]  # (n, 2, 4)
+        dx, dy = t[..., 0] - b.qpos[:, 0:1], t[..., 1] - b.qpos[:, 1:2]
+        cos, sin = np.cos(heading), np.sin(heading)
+        out = np.stack(
+            [
+                cos * dx + sin * dy,
+                -sin * dx + cos * dy,
+                t[..., 2] - (b.qpos[:, 2:3] - b.nominal_qpos[2]),
+                np.angle(np.exp(1j * (t[..., 3] - heading))),
+            ],
+            axis=2,
+        )
+        return out.reshape(self.num_envs, 8)
 
     def observe(self) -> np.ndarray:
         clock = 2 * np.pi * self.phase
@@ -200,21 +203,22 @@ class JvrcStepEnv:
         foot_force, foot_velocity = gait_scores(b, swing, self.weight)
         gait = 0.5 * (foot_force + foot_velocity)
         force = np.clip(b.sensors[:, 0:2] / self.weight, 0.0, 1.0)
-        hit = np.zeros(n)
-        progress = np.zeros(n)
+        rows, k = np.arange(n), self.target
+        side = self.plan_side[rows, k]
         feet = self._foot_pos()
-        for i in range(n):
-            k = self.target[i]
-            side = self.plan_side[i, k]
-            dist = float(np.linalg.norm(feet[i, side, :2] - self.plan[i, k, :2]))
-            progress[i] = np.clip((self.prev_dist[i] - dist) / 0.01, -1.0, 1.0) * 0.5 + 0.5
-            self.lifted[i] |= force[i, side] < 0.05
-            if self.lifted[i] and force[i, side] > 0.3 and dist < c.hit_radius and k < N_STEPS - 1:
-                hit[i] = 1.0
-                self.target[i] = k + 1
-                self.lifted[i] = False
-                dist = self._distance(i)
-            self.prev_dist[i] = dist
+        dist = np.linalg.norm(feet[rows, side, :2] - self.plan[rows, k, :2], axis=1)
+        progress = np.clip((self.prev_dist - dist) / 0.01, -1.0, 1.0) * 0.5 + 0.5
+        on_target_foot = force[rows, side]
+        self.lifted |= on_target_foot < 0.05
+        hits = self.lifted & (on_target_foot > 0.3) & (dist < c.hit_radius) & (k < N_STEPS - 1)
+        self.target = k + hits
+        self.lifted &= ~hits
+        if hits.any():  # progress towards the new target starts from the foot's distance to it
+            nk = self.target
+            new_dist = np.linalg.norm(feet[rows, self.plan_side[rows, nk], :2] - self.plan[rows, nk, :2], axis=1)
+            dist = np.where(hits, new_dist, dist)
+        self.prev_dist = dist
+        hit = hits.astype(float)
         upright = np.exp(-20.0 * (1.0 - b.upper_z))
         hips = [0, 1, 2, 6, 7, 8]
         posture = np.exp(-5.0 * np.mean((b.qpos[:, lay.leg_qpos] - b.nominal_leg)[:, hips] ** 2, axis=1))
