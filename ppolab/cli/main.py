@@ -41,6 +41,14 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="sampling processes (default: one per available core); never changes the results",
     )
+    p.add_argument(
+        "--backend",
+        choices=["auto", "local", "ray"],
+        default="auto",
+        help="where rollout workers run: local processes, or Ray actors on the cluster at RAY_ADDRESS "
+        "(a private local Ray when unset); auto: ray if RAY_ADDRESS is set and not empty, else local. "
+        "Never changes the results",
+    )
 
 
 def _add_eval(sub: argparse._SubParsersAction) -> None:
@@ -79,6 +87,14 @@ def _add_launch_flags(p: argparse.ArgumentParser) -> None:
         help="extra attempts for a failed or interrupted run (default: 2)",
     )
     p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: one run at a time on this machine (default); ray: every run a task on the Ray cluster at "
+        "RAY_ADDRESS, reserving the sweep file's resources (num_cpus, num_gpus) and running side by side as "
+        "they allow. The sweep folder must be on a filesystem every node sees",
+    )
     _add_parallel_flags(p, default=1)
 
 
@@ -252,7 +268,13 @@ def run_train(ns: argparse.Namespace) -> int:
         _check_mirror(cfg, given)
         if cfg.continued:
             _check_policy_file("--continued", Path(cfg.continued))
-    _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs)
+    from ppolab.ppo.sampler import resolve_backend
+
+    if resolve_backend(ns.backend) == "ray":
+        from ppolab.ppo.ray_sampler import check_address
+
+        check_address()  # before a run folder exists
+    _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs, backend=ns.backend)
     return 0 if completed else 130
 
 
@@ -322,6 +344,15 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> in
     if ns.max_retries < 0:
         raise UserError("--max-retries: must be 0 or more")
     check_workers(ns)
+    executor = getattr(ns, "executor", "local")
+    if executor == "ray":
+        from ppolab.ppo.ray_sampler import check_address
+
+        if ns.workers > 1:
+            raise UserError(
+                "--workers is for the local executor; on Ray, the runs' resources decide how many run at once"
+            )
+        check_address()
     print(display.info(spec, planned, sweep_dir))
     print(display.plan_table(planned))
     if dry_run:
@@ -331,6 +362,7 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> in
         if not sys.stdin.isatty():
             raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
         how = "one at a time" if workers == 1 else f"{workers} at a time"
+        how = "on the Ray cluster" if executor == "ray" else how
         answer = input(f"Launch {len(planned)} runs, {how}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("Not launched.")
@@ -339,6 +371,7 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> in
         log = open(sweep_dir / "sweep.log", "a")
         argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]
         argv += ["--workers", str(workers)] + (["--allow-parallel"] if workers > 1 else [])
+        argv += ["--executor", executor]
         proc = subprocess.Popen(
             argv + (["--no-wait"] if ns.no_wait else []),
             stdout=log,
@@ -349,6 +382,10 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> in
         print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
         print(f"Follow it: ppolab sweep {sweep_dir} --status   (log: {sweep_dir / 'sweep.log'})")
         return 0
+    if executor == "ray":
+        from ppolab.experiments.ray_executor import run_sweep_on_ray
+
+        return run_sweep_on_ray(sweep_dir, spec.metadata.name, planned, max_retries=ns.max_retries)
     return run_sweep(
         sweep_dir,
         spec.metadata.name,

@@ -30,6 +30,7 @@ class PlannedRun:
     changes: dict[str, Any]  # flags that differ from the sweep's defaults
     timeout: float | None = None
     argv: list[str] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=lambda: {"num_cpus": 1.0, "num_gpus": 0.0})
 
     @property
     def command(self) -> str:
@@ -82,6 +83,7 @@ def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
                         changes=changes,
                         timeout=run.timeout or spec.timeout,
                         argv=train_argv(config, sweep_dir / RUNS_DIR, name),
+                        resources=(run.resources or spec.resources).model_dump(),
                     )
                 )
     return planned

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -32,12 +33,16 @@ from ppolab.experiments.state import SweepState, now
 STOP_GRACE_S = 60.0
 
 
+try:  # looked up once, here: between fork and exec the child may only call plain C
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _PRCTL = None
+
+
 def _die_with_parent() -> None:
     """In the child: get SIGTERM when the runner dies (Linux prctl PR_SET_PDEATHSIG)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)
 
 
 def _raise_interrupt(signum, frame):
@@ -58,7 +63,9 @@ class Job:
     alone, and it inherits the machine lock, which it holds until it exits.
     """
 
-    def __init__(self, argv: list[str], log_path: Path, out: TextIO, prefix: str = "") -> None:
+    def __init__(
+        self, argv: list[str], log_path: Path, out: TextIO, prefix: str = "", fresh_process: bool = False
+    ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log = open(log_path, "a")
         self.out = out
@@ -66,13 +73,27 @@ class Job:
         self.returncode: int | None = None
         for stream in (sys.stdout, sys.stderr, out):
             stream.flush()
-        read_fd, write_fd = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:
-            os.close(read_fd)
-            self._child(argv, write_fd)  # never returns
-        os.close(write_fd)
-        self.pipe = os.fdopen(read_fd, "r", errors="replace")
+        if fresh_process:  # exec a new interpreter: forking a threaded process (a Ray worker) is unsafe
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ppolab", *argv[1:]],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, as below
+                preexec_fn=_die_with_parent,
+                env={**os.environ, "RAY_ADDRESS": ""},  # the run samples locally, on the CPUs given to it
+                text=True,
+                errors="replace",
+            )
+            self.pid, self.pipe = proc.pid, proc.stdout
+        else:
+            read_fd, write_fd = os.pipe()
+            self.pid = os.fork()
+            if self.pid == 0:
+                os.close(read_fd)
+                self._child(argv, write_fd)  # never returns
+            os.close(write_fd)
+            self.pipe = os.fdopen(read_fd, "r", errors="replace")
         self.copier = threading.Thread(target=self._copy, daemon=True)
         self.copier.start()
 

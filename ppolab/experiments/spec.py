@@ -7,6 +7,7 @@
     defaults: {env: cartpole, n_itr: 300}   # `ppolab train` flags in snake_case, for every run
     seeds: [1, 2]                  # optional: every run once per seed (a run may set its own)
     timeout: 3600                  # optional: seconds a run may take before it is stopped
+    resources: {num_cpus: 2, num_gpus: 0}   # optional, per run: what --executor ray reserves for it
     runs:
       A: {name: control, description: "...", config: {experiment_tag: "${metadata.experiment_tag_prefix}-A"}}
       B: {name: gamma0995, config: {gamma: 0.995}, grid: {lr: [1.0e-4, 3.0e-4]}}
@@ -41,6 +42,14 @@ class Metadata(BaseModel):
     experiment_tag_prefix: str = ""
 
 
+class Resources(BaseModel):
+    """What one run reserves on a Ray cluster (`ppolab sweep --executor ray`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    num_cpus: float = Field(1.0, gt=0)
+    num_gpus: float = Field(0.0, ge=0)
+
+
 class RunSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -49,6 +58,7 @@ class RunSpec(BaseModel):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     seeds: list[int] | None = None
     timeout: float | None = Field(None, gt=0)
+    resources: Resources | None = None
 
 
 class SweepSpec(BaseModel):
@@ -57,6 +67,7 @@ class SweepSpec(BaseModel):
     defaults: dict[str, Any] = Field(default_factory=dict)
     seeds: list[int] | None = None
     timeout: float | None = Field(None, gt=0)
+    resources: Resources = Field(default_factory=Resources)
     runs: dict[str, RunSpec] = Field(min_length=1)
 
 
@@ -128,7 +139,9 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
         err = exc.errors()[0]
         keys = err["loc"]
         if err["type"] == "extra_forbidden":
-            model = Metadata if keys[0] == "metadata" else RunSpec if keys[0] == "runs" else SweepSpec
+            model = {"metadata": Metadata, "runs": RunSpec}.get(str(keys[0]), SweepSpec)
+            if "resources" in map(str, keys[:-1]):
+                model = Resources
             raise loc.error(
                 keys, f"unknown key '{keys[-1]}'{closest(str(keys[-1]), list(model.model_fields))}"
             ) from None

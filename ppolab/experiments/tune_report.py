@@ -65,6 +65,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
         xs.append(t.number)
         ys.append(best)
     ax.step(xs, ys, where="post", color="tab:red", label="best so far")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("trial")
     ax.set_ylabel("objective")
     ax.set_title(f"Study {study.study_name}")

@@ -18,16 +18,14 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.experiments.plan import LOGS_DIR, PlannedRun, load_plan
-from ppolab.experiments.runner import Job, prepare_run_dir, summary_of
+from ppolab.experiments import task
+from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, locked, now
 from ppolab.ppo.run_files import atomic_write_text
 
@@ -131,7 +129,7 @@ def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: 
     if proc.returncode != 0:
         raise UserError(f"sbatch refused {path}: {proc.stderr.strip() or proc.stdout.strip()}")
     job_id = proc.stdout.strip().split(";")[0]
-    with locked(sweep_dir, sweep_name, _run_dirs(planned)) as state:
+    with locked(sweep_dir, sweep_name, task.run_dirs(planned)) as state:
         state.data["slurm"] = {"job_id": job_id, "submitted": now(), "script": SCRIPT_NAME, "tasks": indices}
         for i in indices:
             entry = state.runs[planned[i].name]
@@ -139,10 +137,6 @@ def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: 
                 entry.update(state="pending", reason=f"queued as Slurm job {job_id}_{i}")
         state.save()
     return job_id
-
-
-def _run_dirs(planned: list[PlannedRun]) -> dict[str, str]:
-    return {p.name: str(Path("runs") / p.name) for p in planned}
 
 
 def task_states(job_id: str) -> dict[int, str]:
@@ -168,72 +162,20 @@ def task_states(job_id: str) -> dict[int, str]:
     return states
 
 
-class _Signals:
-    """What Slurm asked: USR1 = the time limit is near, TERM = preempted, requeued or cancelled."""
-
-    def __init__(self) -> None:
-        self.got: int | None = None
-        for sig in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._note)
-
-    def _note(self, signum: int, _frame) -> None:
-        self.got = self.got or signum
+def _decide(got: int | None, code: int) -> tuple[str, str | None]:
+    """USR1: the time limit is near, so the task requeues itself; TERM: Slurm stopped it."""
+    if got == signal.SIGUSR1:
+        requeue = subprocess.run(["scontrol", "requeue", os.environ.get("SLURM_JOB_ID", "")], capture_output=True)
+        if requeue.returncode != 0:
+            return "interrupted", "stopped before the time limit; requeue failed, submit again to resume"
+        return "pending", "stopped before the time limit; requeued, resumes from its checkpoint"
+    if got is not None:
+        return "interrupted", "stopped by Slurm (preempted, requeued or cancelled)"
+    return ("done", None) if code == 0 else ("failed", f"exit code {code}")
 
 
 def run_task(sweep_dir: Path, index: int) -> int:
     """One array task: run (or resume) run number `index` of the sweep, recording its state."""
-    spec, planned = load_plan(sweep_dir)
-    if not 0 <= index < len(planned):
-        raise UserError(f"--task {index}: the sweep has runs 0..{len(planned) - 1}")
-    run, run_dirs = planned[index], _run_dirs(planned)
     job_tag = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}"
-    signals = _Signals()
-    with locked(sweep_dir, spec.metadata.name, run_dirs) as state:
-        entry = state.runs[run.name]
-        if entry["state"] == "done":
-            print(f"Run {run.name} is already done; nothing to do.", flush=True)
-            return 0
-        argv, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.argv)
-        print(f"Slurm task {job_tag} on {socket.gethostname()}: {run.name}", flush=True)
-        print(f"$ {shlex.join(argv)}", flush=True)
-        job = Job(argv, sweep_dir / LOGS_DIR / f"{run.name}.log", sys.stdout)
-        state.update(
-            run.name,
-            state="running",
-            pid=job.pid,
-            host=socket.gethostname(),
-            slurm_task=job_tag,
-            started=now(),
-            ended=None,
-            exit_code=None,
-            attempts=entry["attempts"] + 1,
-            reason="resumed from its checkpoint" if resumed else None,
-        )
-    while job.poll() is None:
-        if signals.got is not None:
-            job.stop()
-            break
-        time.sleep(0.2)
-    code, _ = job.wait(None)
-    run_dir = sweep_dir / run_dirs[run.name]
-    if signals.got == signal.SIGUSR1:
-        requeue = subprocess.run(["scontrol", "requeue", os.environ.get("SLURM_JOB_ID", "")], capture_output=True)
-        final, reason = "pending", "stopped before the time limit; requeued, resumes from its checkpoint"
-        if requeue.returncode != 0:
-            final, reason = "interrupted", "stopped before the time limit; requeue failed, submit again to resume"
-    elif signals.got is not None:
-        final, reason = "interrupted", "stopped by Slurm (preempted, requeued or cancelled)"
-    else:
-        final, reason = ("done", None) if code == 0 else ("failed", f"exit code {code}")
-    with locked(sweep_dir, spec.metadata.name, run_dirs) as state:
-        state.update(run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary_of(run_dir))
-        all_ended = all(state.runs[p.name]["state"] in ("done", "failed") for p in planned)
-    print(f"Run {run.name}: {final}" + (f" ({reason})" if reason else ""), flush=True)
-    if all_ended and final in ("done", "failed"):  # the last task to end writes the sweep's report
-        from ppolab.analysis.report import write_report
-
-        try:
-            print(f"Report: {write_report(sweep_dir)}", flush=True)
-        except UserError as exc:
-            print(f"No report: {exc}", flush=True)
+    final = task.run_task(sweep_dir, index, where={"slurm_task": job_tag}, decide=_decide)
     return 0 if final in ("done", "pending") else 1

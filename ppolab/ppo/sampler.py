@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from threadpoolctl import threadpool_limits
@@ -75,10 +76,15 @@ class LocalSampler:
     """Samples all env slots each iteration with `procs` processes (the driver included)."""
 
     def __init__(
-        self, env_name: str, total_slots: int, procs: int | None = None, overrides: dict | None = None
+        self,
+        env_name: str,
+        total_slots: int,
+        procs: int | None = None,
+        overrides: dict | None = None,
+        say: Callable[[str], None] = print,
     ) -> None:
         procs = max(1, min(procs or available_cores(), total_slots))
-        self.total_slots = total_slots
+        self.total_slots, self.say = total_slots, say
         self.ranges = split_slots(total_slots, procs)
         self.procs = procs
         first, count = self.ranges[0]
@@ -98,6 +104,9 @@ class LocalSampler:
             child.close()
             self.conns.append(parent)
             self.workers.append(p)
+
+    def describe(self) -> str:
+        return f"{self.procs} processes on {available_cores()} cores"
 
     def sample(self, params: dict, **kwargs) -> Trajectories:
         """kwargs: seed, stream, iteration, steps (see rollout.collect)."""
@@ -124,3 +133,26 @@ class LocalSampler:
             if p.is_alive():
                 p.terminate()
         self.conns, self.workers = [], []
+
+
+def resolve_backend(requested: str) -> str:
+    """auto: Ray when RAY_ADDRESS names a cluster, else the local processes (no Ray started or imported)."""
+    if requested == "auto":
+        return "ray" if os.environ.get("RAY_ADDRESS") else "local"
+    return requested
+
+
+def make_sampler(
+    backend: str,
+    env_name: str,
+    total_slots: int,
+    procs: int | None = None,
+    overrides: dict | None = None,
+    say: Callable[[str], None] = print,
+) -> LocalSampler:
+    """The sampler of `backend` ("local" or "ray"); both give the same trajectories for a seed."""
+    if resolve_backend(backend) == "ray":
+        from ppolab.ppo.ray_sampler import RaySampler
+
+        return RaySampler(env_name, total_slots, procs, overrides, say)  # type: ignore[return-value]
+    return LocalSampler(env_name, total_slots, procs, overrides, say)

@@ -29,7 +29,7 @@ from ppolab.ppo.policy import (
 from ppolab.ppo.recurrent import Segments, old_outputs, recurrent_update
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
-from ppolab.ppo.sampler import LocalSampler
+from ppolab.ppo.sampler import make_sampler
 from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror, compute_gae, ppo_update
 
@@ -112,6 +112,7 @@ def train(
     *,
     resume_dir: Path | None = None,
     sampler_procs: int | None = None,
+    backend: str = "auto",
     out: TextIO = sys.stdout,
 ) -> tuple[Path, bool]:
     """Train until n_itr or an interrupt. Returns (run folder, completed)."""
@@ -154,11 +155,11 @@ def train(
     else:
         record_resume(run_dir, start_itr)
 
-    sampler = LocalSampler(
-        cfg.env, cfg.num_slots, sampler_procs, env_overrides
-    )  # forks workers: before any thread starts
+    # the local backend forks its workers: before any thread starts
+    sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
+    sampler.say = console.line  # a replaced Ray worker is reported in the log
     eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
     console.header(
         {
@@ -171,8 +172,7 @@ def train(
         {
             "Environment": cfg.env,
             "Log directory": str(run_dir.resolve()),
-            "Num processes": f"{cfg.num_procs} (x {cfg.num_envs_per_worker} envs; "
-            f"sampled by {sampler.procs} processes on {system['available_cores']} cores)",
+            "Num processes": f"{cfg.num_procs} (x {cfg.num_envs_per_worker} envs; sampled by {sampler.describe()})",
             "Learning rate": str(cfg.lr),
             "Max trajectory length": str(cfg.max_traj_len),
             "Iterations": str(cfg.n_itr),

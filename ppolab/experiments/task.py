@@ -1,0 +1,123 @@
+"""One run of a sweep, run where a cluster scheduler (Slurm, Ray) placed it.
+
+The task runs (or resumes, from `last.pt`) its run like the local runner does and
+records every transition in the sweep's state.json under a lock that holds across
+nodes (POSIX record locks, which NFS honours). The scheduler decides how many
+run at once, so tasks take no machine lock. The last task to end writes the
+sweep's report.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ppolab.errors import UserError
+from ppolab.experiments.plan import LOGS_DIR, PlannedRun, load_plan
+from ppolab.experiments.runner import Job, prepare_run_dir, summary_of
+from ppolab.experiments.state import locked, now
+
+# (signal received or None, exit code) -> (final state, reason)
+Decide = Callable[[int | None, int], tuple[str, str | None]]
+
+
+def run_dirs(planned: list[PlannedRun]) -> dict[str, str]:
+    return {p.name: str(Path("runs") / p.name) for p in planned}
+
+
+class StopSignals:
+    """Notes the first SIGUSR1 (time limit near), SIGTERM or SIGINT; the task then stops its run cleanly."""
+
+    def __init__(self) -> None:
+        self.got: int | None = None
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, self._note)
+
+    def _note(self, signum: int, _frame) -> None:
+        self.got = self.got or signum
+
+
+def default_decide(got: int | None, code: int) -> tuple[str, str | None]:
+    if got is not None:
+        return "interrupted", "stopped: the sweep was interrupted, or the cluster stopped the task"
+    return ("done", None) if code == 0 else ("failed", f"exit code {code}")
+
+
+def run_task(
+    sweep_dir: Path,
+    index: int,
+    *,
+    where: dict[str, str],
+    decide: Decide = default_decide,
+    fresh_process: bool = False,
+    out=sys.stdout,
+) -> str:
+    """Run run number `index` of the sweep; its final state ("done", "failed", "interrupted", "pending").
+
+    `where` goes into the run's state entry (e.g. {"slurm_task": "123_4"}). `fresh_process`
+    starts the trainer with exec instead of fork: a must inside a threaded worker (Ray).
+    A Ctrl-C or Ray's cancel (KeyboardInterrupt) stops the run like a signal does.
+    """
+    spec, planned = load_plan(sweep_dir)
+    if not 0 <= index < len(planned):
+        raise UserError(f"--task {index}: the sweep has runs 0..{len(planned) - 1}")
+    run, dirs = planned[index], run_dirs(planned)
+    signals = StopSignals()
+    with locked(sweep_dir, spec.metadata.name, dirs) as state:
+        entry = state.runs[run.name]
+        if entry["state"] == "done":
+            print(f"Run {run.name} is already done; nothing to do.", file=out, flush=True)
+            return "done"
+        argv, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.argv)
+        label = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in where.items())
+        print(f"{label} on {socket.gethostname()}: {run.name}", file=out, flush=True)
+        print(f"$ {' '.join(argv)}", file=out, flush=True)
+        job = Job(argv, sweep_dir / LOGS_DIR / f"{run.name}.log", out, fresh_process=fresh_process)
+        state.update(
+            run.name,
+            state="running",
+            pid=job.pid,
+            host=socket.gethostname(),
+            **where,
+            started=now(),
+            ended=None,
+            exit_code=None,
+            attempts=entry["attempts"] + 1,
+            reason="resumed from its checkpoint" if resumed else None,
+        )
+    try:
+        while job.poll() is None:
+            if signals.got is not None:
+                job.stop()
+                break
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        signals.got = signal.SIGINT
+        job.stop()
+    code, _ = job.wait(None)
+    final, reason = decide(signals.got, code)
+    with locked(sweep_dir, spec.metadata.name, dirs) as state:
+        state.update(
+            run.name,
+            state=final,
+            ended=now(),
+            exit_code=code,
+            reason=reason,
+            summary=summary_of(sweep_dir / dirs[run.name]),
+        )
+        all_ended = all(state.runs[p.name]["state"] in ("done", "failed") for p in planned)
+    print(f"Run {run.name}: {final}" + (f" ({reason})" if reason else ""), file=out, flush=True)
+    if all_ended and final in ("done", "failed"):
+        from ppolab.analysis.report import write_report
+
+        try:
+            print(f"Report: {write_report(sweep_dir)}", file=out, flush=True)
+        except UserError as exc:
+            print(f"No report: {exc}", file=out, flush=True)
+    return final

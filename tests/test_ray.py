@@ -1,0 +1,151 @@
+"""Training and sweeps on a real Ray cluster: a head and a worker node on loopback, started here."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, TINY, read_metrics, run_ppolab, without_timings
+from test_sweep_runner import make_sweep
+
+RAY = Path(sys.executable).with_name("ray")
+NODE = ["--num-cpus", "{cpus}", "--object-store-memory", "200000000", "--disable-usage-stats"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """`ray start --head` (2 CPUs) and a second node (1 CPU) joining it, both on 127.0.0.1."""
+    if not RAY.exists():
+        pytest.skip("ray is not installed")
+    port = free_port()
+    # Ray's token authentication, as a real cluster has it: every process of the test reads the token file
+    token = tmp_path_factory.mktemp("ray") / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    head = [str(RAY), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port)]
+    subprocess.run(
+        [*head, "--include-dashboard", "false", *(a.format(cpus=2) for a in NODE)],
+        check=True, env=env, capture_output=True, timeout=120,
+    )  # fmt: skip
+    try:
+        subprocess.run(
+            [str(RAY), "start", "--address", f"127.0.0.1:{port}", *(a.format(cpus=1) for a in NODE)],
+            check=True, env=env, capture_output=True, timeout=120,
+        )  # fmt: skip
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def wait_until(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def iterations(path: Path) -> int:
+    return sum(1 for r in read_metrics(path) if r["type"] == "iteration") if (path / "metrics.jsonl").exists() else 0
+
+
+def test_training_on_ray_survives_a_killed_worker_and_matches_the_local_backend(ray_cluster, tmp_path):
+    args = [*TINY, "--n-itr", "30", "--seed", "3", "--sampler-procs", "2"]
+    local = run_ppolab("train", *args, "--logdir", str(tmp_path / "local"), "--run-name", "r")
+    assert local.returncode == 0, local.stderr
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "train", *args, "--logdir", str(tmp_path / "ray"), "--run-name", "r"],
+        cwd=REPO, env={**os.environ, "RAY_ADDRESS": ray_cluster}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    header = ""
+    for line in proc.stdout:
+        header += line
+        if "Ray actors" in line:
+            break
+    pids = [int(p) for p in re.search(r"\(pids ([\d, ]+)\)", header).group(1).split(", ")]
+    assert len(pids) == 2 and f"cluster at {ray_cluster}" in header
+    wait_until(lambda: iterations(tmp_path / "ray" / "r") >= 5, 120, "5 iterations on Ray")
+    os.kill(pids[1], signal.SIGKILL)  # what a lost node does to its actor
+    rest = proc.stdout.read()
+    assert proc.wait(120) == 0, rest
+    assert re.search(r"Rollout worker 1 \(pid \d+ .*\) died: \w+\. Replaced; its part of iteration \d+", rest)
+    assert "Training finished" in rest
+    # the same batch and metrics as the local backend, worker death and all
+    assert without_timings(read_metrics(tmp_path / "ray" / "r")) == without_timings(
+        read_metrics(tmp_path / "local" / "r")
+    )
+
+
+def test_a_sweep_on_ray_runs_side_by_side_and_resumes_a_run_lost_with_its_worker(ray_cluster, tmp_path):
+    d = make_sweep(tmp_path, n_itr=40)
+    env = {"RAY_ADDRESS": ray_cluster, "PPOLAB_LOCK_DIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes", "--executor", "ray"],
+        cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def state() -> dict:
+        path = d / "state.json"
+        return json.loads(path.read_text())["runs"] if path.exists() else {}
+
+    wait_until(lambda: all(r.get("state") == "running" for r in state().values()) and state(), 120, "both running")
+    control = state()["control-s1"]
+    worker_pid = int(control["ray_worker"].split()[1])
+    wait_until(lambda: iterations(d / "runs" / "control-s1") >= 5, 120, "5 iterations of control-s1")
+    os.kill(worker_pid, signal.SIGKILL)  # the Ray worker that ran the task is gone, as with its node
+    out = proc.stdout.read()
+    assert proc.wait(300) == 0, out
+    assert "Run control-s1: lost with its Ray worker" in out and "submitted again" in out
+    runs = state()
+    assert {r["state"] for r in runs.values()} == {"done"}
+    assert runs["control-s1"]["attempts"] == 2 and runs["clip03-s1"]["attempts"] == 1
+    assert [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"] == list(
+        range(40)
+    )  # resumed from its checkpoint: nothing lost, nothing repeated
+    assert (d / "results.md").is_file()
+    status = run_ppolab("sweep", str(d), "--status")
+    assert status.returncode == 0 and status.stdout.count("| done") == 2
+
+
+def test_no_ray_address_means_the_local_backend_and_no_ray_at_all(tmp_path):
+    code = (
+        "import sys; from ppolab.cli.main import main; main(sys.argv[1:]); "
+        "print('RAY_IMPORTED' if 'ray' in sys.modules else 'NO_RAY')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "train", *TINY, "--n-itr", "1", "--logdir", str(tmp_path)],
+        cwd=REPO, env={**os.environ, "RAY_ADDRESS": ""}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("NO_RAY") and "processes on" in proc.stdout
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "not-an-address"])
+def test_a_wrong_ray_address_is_one_line_and_no_run_folder(tmp_path, address):
+    proc = run_ppolab("train", *TINY, "--n-itr", "1", "--logdir", str(tmp_path / "logs"), env={"RAY_ADDRESS": address})
+    assert proc.returncode == 2 and proc.stderr.startswith(f"ppolab train: error: RAY_ADDRESS={address}: ")
+    assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "logs").exists()
