@@ -1,0 +1,92 @@
+"""Ray backend against the local one: sampling env steps/s on this machine, 2 workers each.
+
+For each batch size (12 slots x --steps per slot), one iteration's sampling is timed
+(best of --repeats) with the local backend (the driver and one forked process) and with
+the Ray backend (two actors on a private local Ray, the driver only waiting). The
+difference is what Ray costs per iteration: shipping the policy through the object
+store, task dispatch and returning the trajectories.
+
+    python benchmarks/ray_speed.py [--env cartpole] [--steps 50 100 200 500 1000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from ppolab.envs import make_env
+from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.policy import sampling_params
+from ppolab.ppo.sampler import LocalSampler
+from ppolab.ppo.trainer import build_networks
+
+
+def best_time(sampler, params: dict, steps: int, repeats: int) -> float:
+    sampler.sample(params, seed=0, stream=0, iteration=0, steps=steps)  # warm up
+    best = float("inf")
+    for k in range(1, repeats + 1):
+        t = time.perf_counter()
+        sampler.sample(params, seed=0, stream=0, iteration=k, steps=steps)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env", default="cartpole")
+    ap.add_argument("--steps", type=int, nargs="+", default=[50, 100, 200, 500, 1000])
+    ap.add_argument("--hidden-sizes", type=int, nargs="+", default=[64, 64])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+
+    import ray
+
+    from ppolab.ppo.ray_sampler import RaySampler
+
+    os.environ.pop("RAY_ADDRESS", None)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    probe = make_env(args.env, 1)
+    rows = []
+    for steps in args.steps:
+        cfg = TrainConfig(env=args.env, num_procs=12, max_traj_len=steps, hidden_sizes=args.hidden_sizes)
+        actor, _ = build_networks(cfg, probe.obs_dim, probe.act_dim)
+        params = sampling_params(actor)
+        local = LocalSampler(args.env, cfg.num_slots, 2)
+        try:
+            t_local = best_time(local, params, steps, args.repeats)
+        finally:
+            local.close()
+        remote = RaySampler(args.env, cfg.num_slots, 2)
+        try:
+            t_ray = best_time(remote, params, steps, args.repeats)
+        finally:
+            remote.close()
+        row = {
+            "batch": cfg.batch_size,
+            "local_steps_per_s": cfg.batch_size / t_local,
+            "ray_steps_per_s": cfg.batch_size / t_ray,
+            "local_ms": 1000 * t_local,
+            "ray_ms": 1000 * t_ray,
+            "ray_cost_ms": 1000 * (t_ray - t_local),
+            "ray_overhead": t_ray / t_local - 1,
+        }
+        rows.append(row)
+        print(
+            f"{args.env} batch {cfg.batch_size:>6,}: local {row['local_steps_per_s']:>8,.0f} steps/s "
+            f"({row['local_ms']:.1f} ms), Ray {row['ray_steps_per_s']:>8,.0f} steps/s ({row['ray_ms']:.1f} ms); "
+            f"Ray costs {row['ray_cost_ms']:+.1f} ms per iteration ({100 * row['ray_overhead']:+.0f}%)"
+        )
+    ray.shutdown()
+    below = next((r["batch"] for r in rows if r["ray_overhead"] < 0.10), None)
+    print(f"Ray's overhead is below 10% from a batch of {below:,} steps" if below else "Ray's overhead stays >= 10%")
+    if args.json:
+        with open(args.json, "w") as f:
+            out = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, "env": args.env, "rows": rows}
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
