@@ -187,10 +187,10 @@ def test_no_wait_refuses_while_another_job_holds_the_machine(tmp_path, lock_dir)
 
 def test_a_run_over_its_timeout_is_stopped_and_marked(tmp_path, lock_dir):
     d = make_sweep(tmp_path, n_itr=2000)
-    text = (d / "sweep.yaml").read_text().replace("seeds: [1]", "seeds: [1]\ntimeout: 8")
+    text = (d / "sweep.yaml").read_text().replace("seeds: [1]", "seeds: [1]\ntimeout: 3")
     (d / "sweep.yaml").write_text(text)
     proc = run(str(d), "--yes", "--max-retries", "0", timeout=400)
     assert proc.returncode == 1
     states = state_of(d)
-    assert states["control-s1"]["state"] == "failed" and states["control-s1"]["reason"] == "timeout after 8s"
+    assert states["control-s1"]["state"] == "failed" and states["control-s1"]["reason"] == "timeout after 3s"
     assert "Training interrupted at iteration" in (d / "logs" / "control-s1.log").read_text()
