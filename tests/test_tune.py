@@ -142,3 +142,33 @@ def test_a_continued_study_keeps_its_settings_and_report_reruns_no_trial(tmp_pat
     assert "Trial 1" not in again.stdout and "1 complete" in again.stdout
     missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
     assert missing.returncode == 2 and "no such study" in missing.stderr
+
+
+def test_several_envs_are_normalised_by_their_target_scores_and_a_grid_ends_when_tried(tmp_path):
+    write(
+        tmp_path,
+        """\
+        params:
+          lr: {type: categorical, choices: [0.0003, 0.001]}
+          n_itr: 2
+        target_scores:
+          cartpole: [0, 450]
+          h1: [10, 400]
+        """,
+    )
+    args = ["tune", "--env-ids", "cartpole", "h1", *TINY_TUNE[2:], "--space", "space.yaml", "--study", "g"]
+    proc = run_ppolab(
+        *args, "--sampler", "grid", "--n-trials", "5", cwd=tmp_path, env={"PPOLAB_LOCK_DIR": str(tmp_path)}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Every point of the grid has been tried." in proc.stdout
+    trials = optuna.load_study(study_name="g", storage=f"sqlite:///{tmp_path}/experiments/tune/g.db").trials
+    assert sorted(t.params["lr"] for t in trials) == [0.0003, 0.001] and all(
+        t.state == TrialState.COMPLETE for t in trials
+    )
+    for t in trials:
+        scores = t.user_attrs["scores"]
+        expected = (min(1, max(0, scores["cartpole-s1"] / 450)) + min(1, max(0, (scores["h1-s1"] - 10) / 390))) / 2
+        assert t.value == pytest.approx(expected) and 0 <= t.value <= 1
+    confirm = (tmp_path / "experiments/tune/g/confirm/sweep.yaml").read_text()
+    assert "best-h1" in confirm and "defaults-cartpole" in confirm

@@ -110,6 +110,8 @@ def run_tune(ns: argparse.Namespace) -> int:
     envs = ns.env_ids or ([ns.env] if ns.env else None)
     if not envs:
         raise UserError("--env (or --env-ids A B ...) is required")
+    if len(set(envs)) < len(envs):
+        raise UserError(f"--env-ids {' '.join(envs)}: name each env once")
     given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields and k not in NOT_FLAGS}
     for env in envs:
         build(TrainConfig, {**given, "env": env})

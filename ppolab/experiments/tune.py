@@ -192,31 +192,41 @@ def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
             try:
                 value = _run_trial(s, study, trial, done)
             except optuna.TrialPruned as pruned:
-                study.tell(trial, state=TrialState.PRUNED)
+                _tell(study, trial, state=TrialState.PRUNED)
                 s.say(f"Trial {trial.number}: pruned ({pruned})")
                 failures = 0
             except TrialFailed as exc:
-                study.tell(trial, state=TrialState.FAIL)
+                _tell(study, trial, state=TrialState.FAIL)
                 s.say(f"Trial {trial.number}: failed ({exc})")
                 failures += 1
                 if failures >= FAILURES_IN_A_ROW:
                     s.say(f"Stopping: {failures} trials failed in a row; read their logs in {s.study_dir}.")
                     return 1
             except KeyboardInterrupt:
-                study.tell(trial, state=TrialState.FAIL)
+                _tell(study, trial, state=TrialState.FAIL)
                 RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(
                     study, study._storage.get_trial(trial._trial_id)
                 )
                 s.say(f"Interrupted: trial {trial.number} runs again (from its checkpoints) when you continue.")
                 return 130
             else:
-                study.tell(trial, value)
+                _tell(study, trial, values=value)
                 failures = 0
                 best = study.best_trial
                 s.say(f"Trial {trial.number}: {value:.4g}  (best: trial {best.number}, {best.value:.4g})")
         return 0
     finally:
         lock.release()
+
+
+def _tell(study: optuna.Study, trial: optuna.Trial, **kwargs) -> None:
+    """study.tell; the grid sampler's `study.stop()` on its last point only works inside optimize(),
+    and the trial is stored before it is called: the loop's own grid check ends the study."""
+    try:
+        study.tell(trial, **kwargs)
+    except RuntimeError as exc:
+        if "Study.stop" not in str(exc):
+            raise
 
 
 def _grid_exhausted(study: optuna.Study, space: SearchSpace) -> bool:

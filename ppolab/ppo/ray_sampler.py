@@ -139,7 +139,13 @@ class RaySampler:
                     f"{type(exc).__name__}. Replaced; its part of iteration {kwargs.get('iteration')} is sampled again."
                 )
                 self.workers[k] = self._start(k)
-                self.places[k] = ray.get(self.workers[k].where.remote(), timeout=READY_TIMEOUT_S)
+                try:
+                    self.places[k] = ray.get(self.workers[k].where.remote(), timeout=READY_TIMEOUT_S)
+                except ray.exceptions.GetTimeoutError:
+                    raise RuntimeError(
+                        f"no room on {self.cluster} for a replacement rollout worker within {READY_TIMEOUT_S:.0f}s; "
+                        "the run resumes from its last checkpoint with --resume"
+                    ) from None
                 pending[k] = self.workers[k].collect.remote(shared, kwargs)
         return Trajectories.concat(parts)  # type: ignore[arg-type]
 

@@ -13,6 +13,7 @@ import os
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from typing import Protocol
 
 from threadpoolctl import threadpool_limits
 
@@ -135,6 +136,19 @@ class LocalSampler:
         self.conns, self.workers = [], []
 
 
+class Sampler(Protocol):
+    """What the trainer needs of a sampling backend (LocalSampler, ray_sampler.RaySampler)."""
+
+    procs: int
+    say: Callable[[str], None]
+
+    def describe(self) -> str: ...
+
+    def sample(self, params: dict, **kwargs) -> Trajectories: ...
+
+    def close(self) -> None: ...
+
+
 def resolve_backend(requested: str) -> str:
     """auto: Ray when RAY_ADDRESS names a cluster, else the local processes (no Ray started or imported)."""
     if requested == "auto":
@@ -149,10 +163,10 @@ def make_sampler(
     procs: int | None = None,
     overrides: dict | None = None,
     say: Callable[[str], None] = print,
-) -> LocalSampler:
+) -> Sampler:
     """The sampler of `backend` ("local" or "ray"); both give the same trajectories for a seed."""
     if resolve_backend(backend) == "ray":
         from ppolab.ppo.ray_sampler import RaySampler
 
-        return RaySampler(env_name, total_slots, procs, overrides, say)  # type: ignore[return-value]
+        return RaySampler(env_name, total_slots, procs, overrides, say)
     return LocalSampler(env_name, total_slots, procs, overrides, say)
