@@ -17,7 +17,7 @@ its heartbeat stops. Its retry resumes the runs from their checkpoints.
 
 from __future__ import annotations
 
-import io
+import json
 import math
 import os
 import socket
@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import numpy as np
 import optuna
@@ -71,7 +71,7 @@ class TuneSettings:
     sampler: Literal["tpe", "random", "grid"] = "tpe"
     pruner: Literal["median", "none"] = "median"
     root: Path = Path("experiments/tune")
-    out: io.TextIOBase | Any = field(default=sys.stdout)
+    out: TextIO = field(default=sys.stdout)
 
     @property
     def study_dir(self) -> Path:
@@ -138,8 +138,7 @@ def _sampler(s: TuneSettings, n_before: int) -> optuna.samplers.BaseSampler:
 
 
 def _jsonable(value: Any) -> Any:
-    import json
-
+    """As the storage gives it back (tuples become lists)."""
     return json.loads(json.dumps(value))
 
 
