@@ -73,7 +73,7 @@ def iterations(path: Path) -> int:
 
 
 def test_training_on_ray_survives_a_killed_worker_and_matches_the_local_backend(ray_cluster, tmp_path):
-    args = [*TINY, "--n-itr", "30", "--seed", "3", "--sampler-procs", "2"]
+    args = [*TINY, "--n-itr", "100", "--seed", "3", "--sampler-procs", "2"]
     local = run_ppolab("train", *args, "--logdir", str(tmp_path / "local"), "--run-name", "r")
     assert local.returncode == 0, local.stderr
 
@@ -101,7 +101,7 @@ def test_training_on_ray_survives_a_killed_worker_and_matches_the_local_backend(
 
 
 def test_a_sweep_on_ray_runs_side_by_side_and_resumes_a_run_lost_with_its_worker(ray_cluster, tmp_path):
-    d = make_sweep(tmp_path, n_itr=40)
+    d = make_sweep(tmp_path, n_itr=100)
     env = {"RAY_ADDRESS": ray_cluster, "PPOLAB_LOCK_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes", "--executor", "ray"],
@@ -124,7 +124,7 @@ def test_a_sweep_on_ray_runs_side_by_side_and_resumes_a_run_lost_with_its_worker
     assert {r["state"] for r in runs.values()} == {"done"}
     assert runs["control-s1"]["attempts"] == 2 and runs["clip03-s1"]["attempts"] == 1
     assert [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"] == list(
-        range(40)
+        range(100)
     )  # resumed from its checkpoint: nothing lost, nothing repeated
     assert (d / "results.md").is_file()
     status = run_ppolab("sweep", str(d), "--status")
