@@ -18,6 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ppolab.errors import UserError
+
 PLACEHOLDER = re.compile(r"^(|changeme|change[-_]?me|x+|<.*>|your[-_a-z]*|placeholder|none|null|todo|dummy)$", re.I)
 MIN_LENGTH = {"wandb": 40, "aws": 16, "hf": 20}
 CREDENTIALS = ("wandb", "aws", "hf")
@@ -129,13 +131,27 @@ def machine() -> dict[str, str]:
         "python": platform.python_version(),
         "mujoco": _version("mujoco"),
         "torch": _version("torch"),
-        "ray": _version("ray"),
         "platform": f"{platform.system()} {platform.release()}",
         "cores": f"{available_cores()} available of {os.cpu_count()}",
         "gpu": gpu,
         "slurm": shutil.which("sbatch") or "not found (sbatch)",
         "docker": _docker(),
+        "ray": _ray_cluster(),
     }
+
+
+def _ray_cluster() -> str:
+    """Where `ppolab train` would sample: the local backend, or the cluster at RAY_ADDRESS if it answers."""
+    address = os.environ.get("RAY_ADDRESS") or ""
+    if not address:
+        return f"{_version('ray')}; RAY_ADDRESS unset: the local backend"
+    from ppolab.ppo.ray_sampler import check_address
+
+    try:
+        check_address()
+    except UserError:
+        return f"{_version('ray')}; RAY_ADDRESS={address}: no cluster answers there"
+    return f"{_version('ray')}; RAY_ADDRESS={address}: answers"
 
 
 def _docker() -> str:
