@@ -136,6 +136,10 @@ def train(
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
 
+    # before the run folder: a cluster with no room is refused without leaving one. The local
+    # backend forks its workers here, before any thread starts (workers die with this process)
+    sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
+
     start_itr, total_steps, prior_time, best = 0, 0, 0.0, None
     if resume_dir is not None:
         state = ckpt.load(resume_dir / "last.pt")
@@ -155,8 +159,6 @@ def train(
     else:
         record_resume(run_dir, start_itr)
 
-    # the local backend forks its workers: before any thread starts
-    sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
     sampler.say = console.line  # a replaced Ray worker is reported in the log
