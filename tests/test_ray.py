@@ -128,7 +128,7 @@ def test_a_sweep_on_ray_runs_side_by_side_and_resumes_a_run_lost_with_its_worker
     )  # resumed from its checkpoint: nothing lost, nothing repeated
     assert (d / "results.md").is_file()
     status = run_ppolab("sweep", str(d), "--status")
-    assert status.returncode == 0 and status.stdout.count("| done") == 2
+    assert status.returncode == 0 and status.stdout.count("| done") == 2 and "Ray worker" in status.stdout
 
 
 def test_no_ray_address_means_the_local_backend_and_no_ray_at_all(tmp_path):

@@ -56,10 +56,12 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
         from ppolab.ops.slurm import task_states
 
         slurm_states = task_states(slurm_job)
+    on_ray = bool(state) and any("ray_worker" in e for e in state.runs.values())
     rows = []
     for i, p in enumerate(planned, start=1):
         entry = state.runs.get(p.name) if state else None
         slurm_cell = [f"{slurm_job}_{i - 1} {slurm_states.get(i - 1, 'gone')}"] if slurm_job else []
+        slurm_cell += [(entry or {}).get("ray_worker", "-")] if on_ray else []
         if entry is None:
             rows.append([str(i), p.name, "pending", f"0/{p.config.get('n_itr', 20000)}", "-", "-", "-", *slurm_cell])
             continue
@@ -89,7 +91,7 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
             ]
         )
     header = ["Run", "Name", "State", "Iteration", "Elapsed", "ETA", "Latest Reward"]
-    return table(header + (["Slurm"] if slurm_job else []), rows)
+    return table(header + (["Slurm"] if slurm_job else []) + (["Ray worker"] if on_ray else []), rows)
 
 
 def _duration(seconds: float | None) -> str:
