@@ -7,6 +7,10 @@ folder is kept (--logdir) so that `ppolab eval --path RUN --video out.mp4` can
 show the result.
 
     python benchmarks/humanoid_learning.py --env h1 [--n-itr 300] [--seed 1] [--logdir DIR]
+
+For jvrc_walk it also checks for a gait, since a policy can earn much of the reward by
+standing: 8 envs held in the forward mode at 0.4 m/s for 10 s with the trained policy
+(mean action), reporting the distance walked and the touchdowns of each foot.
 """
 
 from __future__ import annotations
@@ -58,10 +62,49 @@ def main() -> None:
         "evals": [(e["iteration"], round(e["reward"], 1), e["length"]) for e in evals],
         "command": " ".join(cmd[2:]),
     }
+    if args.env == "jvrc_walk":
+        summary["gait"] = gait_check(run_dir)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot(iters, evals, RESULTS / f"{args.env}_learning.png", args.env)
     print(json.dumps(summary, indent=2))
+
+
+def gait_check(run_dir: Path, speed: float = 0.4, steps: int = 400, n: int = 8) -> dict:
+    """Forward distance and foot touchdowns of the trained policy under a held forward command."""
+    import numpy as np
+
+    from ppolab.envs import make_env
+    from ppolab.ppo.playback import load_actor
+    from ppolab.ppo.policy import sampling_params
+    from ppolab.ppo.rollout import EVAL_STREAM, slot_rng
+    from ppolab.ppo.sampling_policy import SamplingPolicy
+
+    actor, _ = load_actor(run_dir)
+    policy = SamplingPolicy(sampling_params(actor))
+    env = make_env("jvrc_walk", n)
+    for i in range(n):
+        env.reset_one(i, slot_rng(0, EVAL_STREAM, 0, i))
+    start = env.batch.qpos[:, 0].copy()
+    alive = np.ones(n, bool)
+    on_ground = []
+    obs = None
+    for _ in range(steps):
+        env.mode[:] = 2  # forward, straight, held for the whole episode
+        env.command[:] = [0.0, speed, 0.0]
+        obs = env.observe() if obs is None else obs
+        obs, _, terminated = env.step(policy(obs))
+        alive &= ~terminated
+        on_ground.append(env.batch.sensors[:, 0:2] > 0.05 * env.weight)  # right, left
+    contact = np.array(on_ground, dtype=int)  # steps, envs, feet
+    touchdowns = (np.diff(contact, axis=0) == 1).sum(axis=0)  # envs, feet
+    return {
+        "command_vx": speed,
+        "seconds": steps * env.cfg.control_dt,
+        "still_up": int(alive.sum()),
+        "distance_m": round(float(np.mean(env.batch.qpos[:, 0] - start)), 2),
+        "touchdowns_per_foot": round(float(touchdowns.mean()), 1),
+    }
 
 
 def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:

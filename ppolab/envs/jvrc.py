@@ -150,11 +150,14 @@ def robot_state(b: HumanoidBatch) -> np.ndarray:
 
 
 def gait_scores(b: HumanoidBatch, swing: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
-    """Clock-matched foot terms in [0, 1]: no weight on a swinging foot, no sliding of a foot in stance."""
+    """Clock-matched foot terms in [0, 1]. A swinging foot scores for carrying no weight and for moving;
+    a foot in stance for carrying weight and for not sliding. Standing on both feet while the clock
+    asks for steps thus scores half: the gait is worth learning (a constant 1 for the phase's other
+    half made standing still nearly as good as walking, and policies settled there)."""
     force = np.clip(b.sensors[:, 0:2] / weight, 0.0, 1.0)  # share of body weight on each foot
     speed = np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2)
-    foot_force = np.mean(np.where(swing, 1.0 - force, 1.0), axis=1)
-    foot_velocity = np.mean(np.where(swing, 1.0, np.exp(-20.0 * speed**2)), axis=1)
+    foot_force = np.mean(np.where(swing, 1.0 - force, force), axis=1)
+    foot_velocity = np.mean(np.where(swing, 1.0 - np.exp(-10.0 * speed**2), np.exp(-20.0 * speed**2)), axis=1)
     return foot_force, foot_velocity
 
 
