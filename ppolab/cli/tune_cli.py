@@ -72,8 +72,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="final_reward: mean episode reward over the last 10%% of iterations; "
         "peak_eval: best evaluation reward (default: final_reward)",
     )
-    p.add_argument("--pruner", choices=["median", "none"], default="median", help="(default: median)")
-    p.add_argument("--sampler", choices=["tpe", "random", "grid"], default="tpe", help="(default: tpe)")
+    p.add_argument(
+        "--pruner",
+        choices=["median", "none"],
+        default="median",
+        help="median: stop a trial whose running score is below the median of earlier trials at the same "
+        "iteration (after 5 trials and a quarter of a run); none: run every trial to the end (default: median)",
+    )
+    p.add_argument(
+        "--sampler",
+        choices=["tpe", "random", "grid"],
+        default="tpe",
+        help="tpe: Bayesian (Optuna's default); random; grid: every combination, for categorical lists and "
+        "stepped ranges (default: tpe)",
+    )
     p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
     p.add_argument("--report", action="store_true", help="write the outputs of the study as it is; run no trial")
     add_model_flags(p, TrainConfig, skip=NOT_FLAGS)
