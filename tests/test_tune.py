@@ -81,7 +81,7 @@ def complete_trials(storage: str) -> list[optuna.trial.FrozenTrial]:
 
 
 def test_a_study_killed_mid_trial_continues_to_three_complete_trials_without_duplicates(tmp_path):
-    n_itr = 8
+    n_itr = 30
     write(tmp_path, SPACE % n_itr)
     args = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "kill", "--n-trials", "3"]
     env = {**os.environ, "RAY_ADDRESS": "", "PPOLAB_LOCK_DIR": str(tmp_path)}
@@ -172,3 +172,29 @@ def test_several_envs_are_normalised_by_their_target_scores_and_a_grid_ends_when
         assert t.value == pytest.approx(expected) and 0 <= t.value <= 1
     confirm = (tmp_path / "experiments/tune/g/confirm/sweep.yaml").read_text()
     assert "best-h1" in confirm and "defaults-cartpole" in confirm
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage")
+def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(tmp_path):
+    """Through Optuna's heartbeats: a RUNNING trial of host 'node-7' in the shared storage goes silent."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+    from optuna.storages import RDBStorage
+
+    write(tmp_path, SPACE % 2)
+    env = {"PPOLAB_LOCK_DIR": str(tmp_path)}
+    base = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "hb", "--heartbeat-grace", "3"]
+    assert run_ppolab(*base, "--n-trials", "1", cwd=tmp_path, env=env).returncode == 0
+    url = f"sqlite:///{tmp_path}/experiments/tune/hb.db"
+    study = optuna.load_study(study_name="hb", storage=RDBStorage(url, heartbeat_interval=1, grace_period=3))
+    space = {"lr": FloatDistribution(1e-4, 3e-3, log=True), "minibatch_size": CategoricalDistribution([32, 64])}
+    lost = study.ask(space)  # what a tuner on another machine would hold while it trains
+    lost.set_user_attr("host", "node-7")
+    study._storage.record_heartbeat(lost._trial_id)
+    time.sleep(4)  # ... and then its machine is gone: no more heartbeats
+
+    proc = run_ppolab(*base, "--n-trials", "2", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Trial 1 on node-7 stopped sending heartbeats; it runs again." in proc.stdout
+    trials = optuna.load_study(study_name="hb", storage=url).trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    assert trials[2].params == trials[1].params and trials[2].system_attrs["failed_trial"] == 1

@@ -86,6 +86,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="tpe: Bayesian (Optuna's default); random; grid: every combination, for categorical lists and "
         "stepped ranges (default: tpe)",
     )
+    p.add_argument(
+        "--heartbeat-grace",
+        type=int,
+        default=60,
+        metavar="S",
+        help="a trial of another machine sharing --storage that sends no heartbeat for S seconds is failed "
+        "and run again (default: 60)",
+    )
     p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
     p.add_argument("--report", action="store_true", help="write the outputs of the study as it is; run no trial")
     add_model_flags(p, TrainConfig, skip=NOT_FLAGS)
@@ -104,6 +112,8 @@ def run_tune(ns: argparse.Namespace) -> int:
         raise UserError("--n-trials: must be at least 1")
     if ns.seeds < 1:
         raise UserError("--seeds: must be at least 1")
+    if ns.heartbeat_grace < 3:
+        raise UserError("--heartbeat-grace: at least 3 seconds")
     storage = ns.storage or default_storage(ns.study)
     root = Path("experiments/tune")
     if ns.report:
@@ -140,6 +150,7 @@ def run_tune(ns: argparse.Namespace) -> int:
         sampler=ns.sampler,
         pruner=ns.pruner,
         root=root,
+        heartbeat_grace=ns.heartbeat_grace,
     )
     if ns.sampler == "grid":
         space.grid()  # a space without a finite grid is refused before anything runs

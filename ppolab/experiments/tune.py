@@ -47,8 +47,7 @@ warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to b
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial
 
 Metric = Literal["final_reward", "peak_eval"]
-HEARTBEAT_S = 10  # a RUNNING trial whose process stopped beating for GRACE_S is failed and run again
-GRACE_S = 60
+GRACE_S = 60  # default: a RUNNING trial of another host that has not beaten for this long is failed and rerun
 MAX_RETRIES = 3
 FAILURES_IN_A_ROW = 3  # stop the study: something is wrong with every trial, not with one
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -71,11 +70,16 @@ class TuneSettings:
     sampler: Literal["tpe", "random", "grid"] = "tpe"
     pruner: Literal["median", "none"] = "median"
     root: Path = Path("experiments/tune")
+    heartbeat_grace: int = GRACE_S
     out: TextIO = field(default=sys.stdout)
 
     @property
     def study_dir(self) -> Path:
         return self.root / self.study
+
+    @property
+    def heartbeat_interval(self) -> int:
+        return max(1, min(10, self.heartbeat_grace // 3))
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -92,8 +96,8 @@ def open_study(s: TuneSettings) -> optuna.Study:
     try:
         storage = RDBStorage(
             s.storage,
-            heartbeat_interval=HEARTBEAT_S,
-            grace_period=GRACE_S,
+            heartbeat_interval=s.heartbeat_interval,
+            grace_period=s.heartbeat_grace,
             heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES),
         )
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds; all mean "cannot open it"
@@ -149,7 +153,7 @@ def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 def recover_dead_trials(study: optuna.Study, say: Callable[[str], None]) -> None:
     """RUNNING trials of this host are dead (we hold the machine lock): fail them and queue a retry.
 
-    Trials of other hosts are left to their heartbeats (fail_stale_trials).
+    Trials of other hosts sharing the storage are judged by their heartbeats (fail_stale_trials).
     """
     host = socket.gethostname()
     retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)
@@ -162,7 +166,18 @@ def recover_dead_trials(study: optuna.Study, say: Callable[[str], None]) -> None
             continue
         say(f"Trial {t.number} was left running by a process that is gone; it runs again.")
         retry(study, study._storage.get_trial(t._trial_id))
+    fail_stale(study, say)
+
+
+def fail_stale(study: optuna.Study, say: Callable[[str], None]) -> None:
+    """Fail (and queue again) the trials of other hosts whose heartbeat stopped."""
+    running = {t.number: t.user_attrs.get("host", "?") for t in study.get_trials(states=(TrialState.RUNNING,))}
+    if not running:
+        return
     fail_stale_trials(study)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        if t.number in running:
+            say(f"Trial {t.number} on {running[t.number]} stopped sending heartbeats; it runs again.")
 
 
 def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
@@ -186,6 +201,7 @@ def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
             if s.sampler == "grid" and _grid_exhausted(study, s.space):
                 s.say("Every point of the grid has been tried.")
                 break
+            fail_stale(study, s.say)  # a trial of another host may have died since the last one
             trial = study.ask()
             done = len(finished_trials(study))
             try:
@@ -318,7 +334,7 @@ def _train(
         beat = 0.0
         try:
             while job.poll() is None:
-                if time.monotonic() - beat > HEARTBEAT_S:
+                if time.monotonic() - beat > s.heartbeat_interval:
                     trial.study._storage.record_heartbeat(trial._trial_id)
                     beat = time.monotonic()
                 reported = _report(s, trial, run_dir, offset, reported, env, prior)
