@@ -219,6 +219,21 @@ def run_sweep(
         lock.release()
 
 
+def started_entry(job: Job, attempts: int, reason: str | None = None, **where: str) -> dict:
+    """The state fields of a run that has just started as `job` (`where`: e.g. its Slurm or Ray task)."""
+    return dict(
+        state="running",
+        pid=job.pid,
+        host=socket.gethostname(),
+        **where,
+        started=now(),
+        ended=None,
+        exit_code=None,
+        attempts=attempts,
+        reason=reason,
+    )
+
+
 def prepare_run_dir(run_dir: Path, argv: list[str]) -> tuple[list[str], bool]:
     """The command for a run's next attempt: `--resume` if it has a checkpoint, else a fresh start.
 
@@ -302,17 +317,7 @@ class _Scheduler:
         prefix = f"[{run.name}] " if self.parallel > 1 else ""
         job = Job(argv, self.sweep_dir / LOGS_DIR / f"{run.name}.log", self.out, prefix=prefix)
         self.active.append(_Active(i, run, job))
-        self.state.update(
-            run.name,
-            state="running",
-            pid=job.pid,
-            host=socket.gethostname(),
-            started=now(),
-            ended=None,
-            exit_code=None,
-            attempts=entry["attempts"] + 1,
-            reason=None,
-        )
+        self.state.update(run.name, **started_entry(job, entry["attempts"] + 1))
 
     def _finish(self, act: _Active, reason: str | None) -> int:
         self.active.remove(act)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun, load_plan
-from ppolab.experiments.runner import Job, prepare_run_dir, summary_of
+from ppolab.experiments.runner import Job, prepare_run_dir, started_entry, summary_of
 from ppolab.experiments.state import locked, now
 
 # (signal received or None, exit code) -> (final state, reason)
@@ -79,18 +79,8 @@ def run_task(
         print(f"{label} on {socket.gethostname()}: {run.name}", file=out, flush=True)
         print(f"$ {' '.join(argv)}", file=out, flush=True)
         job = Job(argv, sweep_dir / LOGS_DIR / f"{run.name}.log", out, fresh_process=fresh_process)
-        state.update(
-            run.name,
-            state="running",
-            pid=job.pid,
-            host=socket.gethostname(),
-            **where,
-            started=now(),
-            ended=None,
-            exit_code=None,
-            attempts=entry["attempts"] + 1,
-            reason="resumed from its checkpoint" if resumed else None,
-        )
+        reason = "resumed from its checkpoint" if resumed else None
+        state.update(run.name, **started_entry(job, entry["attempts"] + 1, reason, **where))
     try:
         while job.poll() is None:
             if signals.got is not None:
