@@ -64,6 +64,17 @@ def ceiling(env_name: str, control_steps: int, procs: int) -> float:
     return float(sum(rates))
 
 
+def best_time(sampler, params: dict, steps: int, repeats: int) -> float:
+    """Seconds of one iteration's sampling, best of `repeats` after a warm-up iteration."""
+    sampler.sample(params, seed=0, stream=0, iteration=0, steps=steps)
+    best = float("inf")
+    for k in range(1, repeats + 1):
+        t = time.perf_counter()
+        sampler.sample(params, seed=0, stream=0, iteration=k, steps=steps)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def sampling(env_name: str, steps: int, repeats: int, envs_per_worker: int) -> tuple[float, int]:
     cfg = TrainConfig(
         env=env_name, num_procs=12, num_envs_per_worker=envs_per_worker, max_traj_len=steps, hidden_sizes=HIDDEN
@@ -73,12 +84,7 @@ def sampling(env_name: str, steps: int, repeats: int, envs_per_worker: int) -> t
     params = sampling_params(actor)
     sampler = LocalSampler(env_name, cfg.num_slots)
     try:
-        sampler.sample(params, seed=0, stream=0, iteration=0, steps=steps)  # warm up
-        best = float("inf")
-        for k in range(1, repeats + 1):
-            t = time.perf_counter()
-            sampler.sample(params, seed=0, stream=0, iteration=k, steps=steps)
-            best = min(best, time.perf_counter() - t)
+        best = best_time(sampler, params, steps, repeats)
     finally:
         sampler.close()
     return cfg.batch_size / best, sampler.procs

@@ -16,21 +16,13 @@ import json
 import os
 import time
 
+from humanoid_speed import best_time
+
 from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.trainer import build_networks
-
-
-def best_time(sampler, params: dict, steps: int, repeats: int) -> float:
-    sampler.sample(params, seed=0, stream=0, iteration=0, steps=steps)  # warm up
-    best = float("inf")
-    for k in range(1, repeats + 1):
-        t = time.perf_counter()
-        sampler.sample(params, seed=0, stream=0, iteration=k, steps=steps)
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main() -> None:
