@@ -34,7 +34,6 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
 from optuna.trial import TrialState
 
-from ppolab.analysis.parse import read_jsonl
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.machine_lock import MachineLock
@@ -156,17 +155,20 @@ def recover_dead_trials(study: optuna.Study, say: Callable[[str], None]) -> None
     Trials of other hosts sharing the storage are judged by their heartbeats (fail_stale_trials).
     """
     host = socket.gethostname()
-    retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if t.user_attrs.get("host") != host:
-            continue
-        try:
-            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
-        except optuna.exceptions.UpdateFinishedTrialError:
-            continue
-        say(f"Trial {t.number} was left running by a process that is gone; it runs again.")
-        retry(study, study._storage.get_trial(t._trial_id))
+        if t.user_attrs.get("host") == host and _fail_and_requeue(study, t._trial_id):
+            say(f"Trial {t.number} was left running by a process that is gone; it runs again.")
     fail_stale(study, say)
+
+
+def _fail_and_requeue(study: optuna.Study, trial_id: int) -> bool:
+    """Mark a cut-off trial failed and queue its values again (as Optuna does for a stale heartbeat)."""
+    try:
+        study._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
+    except optuna.exceptions.UpdateFinishedTrialError:  # another process got there first
+        return False
+    RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(study, study._storage.get_trial(trial_id))
+    return True
 
 
 def fail_stale(study: optuna.Study, say: Callable[[str], None]) -> None:
@@ -218,10 +220,7 @@ def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
                     s.say(f"Stopping: {failures} trials failed in a row; read their logs in {s.study_dir}.")
                     return 1
             except KeyboardInterrupt:
-                _tell(study, trial, state=TrialState.FAIL)
-                RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(
-                    study, study._storage.get_trial(trial._trial_id)
-                )
+                _fail_and_requeue(study, trial._trial_id)
                 s.say(f"Interrupted: trial {trial.number} runs again (from its checkpoints) when you continue.")
                 return 130
             else:
@@ -292,24 +291,49 @@ def _objective(s: TuneSettings, scores: dict[str, float]) -> float:
     return sum(vals) / len(vals)
 
 
-def running_score(metric: Metric, path: Path) -> list[tuple[int, float]]:
-    """(iteration, score so far) for every point the metric can be read at, from a growing metrics.jsonl."""
-    rec = read_jsonl(path)
-    points: list[tuple[int, float]] = []
-    if metric == "peak_eval":
-        best = -math.inf
-        for e in rec.evals:
-            if math.isfinite(e["reward"]):
-                best = max(best, e["reward"])
-                points.append((e["iteration"], best))
+class RunningScore:
+    """The metric of a run so far, from its growing metrics.jsonl, read incrementally.
+
+    Each call to `new_points` reads only the lines written since the last call and returns
+    (iteration, score so far): for final_reward the mean of the finite Mean Eprew over the last
+    10% of iterations (what the run's final reward would be if it stopped there, in O(1) from
+    prefix sums), for peak_eval the best evaluation so far.
+    """
+
+    def __init__(self, metric: Metric, path: Path) -> None:
+        self.metric, self.path = metric, path
+        self.offset = 0
+        self.sums, self.counts = [0.0], [0]  # prefix sums of finite rewards and their count
+        self.best = -math.inf
+
+    def new_points(self) -> list[tuple[int, float]]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line being written is read next time
+        self.offset += len(complete)
+        points = []
+        for line in complete.decode(errors="replace").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if self.metric == "peak_eval" and rec.get("type") == "eval" and math.isfinite(rec["reward"]):
+                self.best = max(self.best, rec["reward"])
+                points.append((rec["iteration"], self.best))
+            elif self.metric == "final_reward" and rec.get("type") == "iteration":
+                r = rec["mean_eprew"]
+                finite = r is not None and math.isfinite(r)
+                self.sums.append(self.sums[-1] + (r if finite else 0.0))
+                self.counts.append(self.counts[-1] + finite)
+                n = len(self.sums) - 1
+                start = n - max(1, n // 10)
+                count = self.counts[n] - self.counts[start]
+                if count:
+                    points.append((rec["iteration"], (self.sums[n] - self.sums[start]) / count))
         return points
-    rewards: list[float] = []
-    for r in rec.iterations:
-        rewards.append(r["mean_eprew"])
-        tail = [x for x in rewards[-max(1, len(rewards) // 10) :] if math.isfinite(x)]
-        if tail:  # the run's final reward if it stopped here (mean over its last 10% of iterations)
-            points.append((r["iteration"], sum(tail) / len(tail)))
-    return points
 
 
 def _train(
@@ -330,6 +354,7 @@ def _train(
         log = run_dir.parent / f"{run_dir.name}.log"
         s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
         job = Job(argv, log, open(os.devnull, "w"))
+        score = RunningScore(s.metric, run_dir / "metrics.jsonl")
         reported = -1
         beat = 0.0
         try:
@@ -337,7 +362,7 @@ def _train(
                 if time.monotonic() - beat > s.heartbeat_interval:
                     trial.study._storage.record_heartbeat(trial._trial_id)
                     beat = time.monotonic()
-                reported = _report(s, trial, run_dir, offset, reported, env, prior)
+                reported = _report(s, trial, score, offset, reported, env, prior)
                 if trial.should_prune():
                     job.stop()
                     job.wait(None)
@@ -348,7 +373,7 @@ def _train(
             job.wait(None)
             raise
         code, _ = job.wait(None)
-        _report(s, trial, run_dir, offset, reported, env, prior)
+        _report(s, trial, score, offset, reported, env, prior)
         if code != 0:
             raise TrialFailed(f"{run_dir.name} exited with code {code}; see {log}")
     else:
@@ -365,7 +390,7 @@ def _train(
 def _report(
     s: TuneSettings,
     trial: optuna.Trial,
-    run_dir: Path,
+    score: RunningScore,
     offset: int,
     reported: int,
     env: str,
@@ -376,13 +401,9 @@ def _report(
     The value is the objective as it would be if this run ended now: the mean with
     the runs already finished in this trial, so that steps of different trials compare.
     """
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return reported
-    for itr, score in running_score(s.metric, path):
+    for itr, value in score.new_points():
         step = offset + itr
         if step > reported:
-            value = _objective(s, {**prior, f"{env}-s?": score})
-            trial.report(value, step)
+            trial.report(_objective(s, {**prior, f"{env}-s?": value}), step)
             reported = step
     return reported
