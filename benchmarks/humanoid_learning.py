@@ -22,27 +22,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMON = ["--hidden-sizes", "256", "256", "--lr", "3e-4", "--minibatch-size", "256", "--max-traj-len", "400"]
-SETTINGS = {"h1": COMMON, "jvrc_walk": COMMON, "jvrc_step": COMMON}  # jvrc: mirror loss on (default 0.4)
+ENVS = ("h1", "jvrc_walk", "jvrc_step")  # each trains with its preset (`ppolab envs`)
 RESULTS = Path(__file__).parent / "results"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--env", default="h1", choices=sorted(SETTINGS))
-    ap.add_argument("--n-itr", type=int, default=300)
+    ap.add_argument("--env", default="h1", choices=ENVS)
+    ap.add_argument("--n-itr", type=int, help="iterations in all (default: the preset's); a resumed run goes on to it")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--eval-freq", type=int, default=25)
     ap.add_argument("--logdir", default="benchmarks/runs")
     args = ap.parse_args()
     run_name = f"{args.env}-learning-s{args.seed}"
     run_dir = Path(args.logdir) / run_name
-    cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, *SETTINGS[args.env]]
-    cmd += ["--n-itr", str(args.n_itr), "--seed", str(args.seed), "--eval-freq", str(args.eval_freq)]
+    n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
+    cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
     cmd += ["--logdir", args.logdir, "--run-name", run_name]
-    if (run_dir / "last.pt").exists():
-        cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir)]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
+    if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
+        cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
+    subprocess.run(cmd, check=True, env={**os.environ, "RAY_ADDRESS": ""})  # its console shows the progress
 
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     iters = [r for r in rows if r["type"] == "iteration"]

@@ -35,7 +35,9 @@ def test_shapes_and_finite_rewards_within_range(name):
     actions = np.random.default_rng(1).uniform(-1, 1, size=(30, 3, env.act_dim))
     for obs, rew, term in rollout(env, 0, 30, actions):
         assert obs.shape == (3, env.obs_dim) and np.isfinite(obs).all()
-        assert rew.shape == (3,) and np.isfinite(rew).all() and (rew >= 0).all() and (rew <= 1.0 + 1e-9).all()
+        # the clock terms of the JVRC tasks score -1 for the opposite of the gait asked for
+        low = -sum(getattr(env.cfg.rewards, k, 0.0) for k in ("foot_force", "foot_velocity"))
+        assert rew.shape == (3,) and np.isfinite(rew).all() and (rew >= low).all() and (rew <= 1.0 + 1e-9).all()
         assert term.dtype == bool
 
 
@@ -80,10 +82,10 @@ def test_mirroring_twice_gives_back_the_original(name):
 
 
 def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
-    from ppolab.envs.jvrc import WalkConfig
+    from ppolab.envs.jvrc import STANDING, WalkConfig
 
-    env = make_env("jvrc_walk", 4, {"mode_interval": 0.1, "randomization": {"enabled": False}})
-    assert isinstance(env.cfg, WalkConfig) and env.cfg.mode_interval == 0.1
+    env = make_env("jvrc_walk", 4, {"stand_switch_prob": 1.0, "walk_switch_prob": 1.0})
+    assert isinstance(env.cfg, WalkConfig) and env.period == 88  # LHW: 2 x (0.75 + 0.35) s at 40 Hz
     rng = np.random.default_rng(3)
     for i in range(4):
         env.reset_one(i, rng)
@@ -94,11 +96,47 @@ def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
         modes.append(env.mode.copy())
         np.testing.assert_allclose(obs[:, 29] ** 2 + obs[:, 30] ** 2, 1.0, atol=1e-5)  # sin/cos of the clock
         assert (obs[:, 31:34].sum(axis=1) == 1).all()  # one mode
-    step = (phases[1] - phases[0]) % 1.0
-    np.testing.assert_allclose(step, env.cfg.control_dt / env.cfg.gait_period)
+    assert ((phases[1] - phases[0]) % env.period == 1).all()  # one control step a step
     assert len({tuple(m) for m in modes}) > 1
-    standing = env.mode == 0
-    assert not env.swing()[standing].any()  # standing: both feet in stance
+    standing = env.mode == STANDING
+    assert (env.force_clock()[standing] == 1.0).all()  # standing: both feet bear weight
+
+
+def test_jvrc_walk_gait_clock_is_lhw_s():
+    """Right swing 0.75 s, double support 0.35 s, left swing, double support; smooth in between."""
+    from ppolab.envs.gait_clock import clock_score, clock_tables
+
+    table, double = clock_tables(0.75, 0.35, 0.025)
+    right, left = table[:, 0], table[:, 1]
+    assert (right[3:28] == -1).all() and (left[3:28] == 1).all()  # right swings, left stands
+    assert (left[47:72] == -1).all() and (right[47:72] == 1).all()  # and the other way round
+    assert double[32:43].all() and double[76:87].all() and not double[:30].any()
+    np.testing.assert_allclose(np.roll(table[:, ::-1], 44, axis=0), table, atol=1e-12)  # mirror = half a cycle
+    assert (np.abs(np.diff(right)) < 0.7).all()  # no jump at touchdown or lift-off
+    # a foot doing what its clock asks scores +1, the opposite -1
+    clock = np.array([[-1.0, 1.0]])
+    assert clock_score(clock, np.array([[0.0, 1.0]]))[0] == pytest.approx(1.0)
+    assert clock_score(clock, np.array([[1.0, 0.0]]))[0] == pytest.approx(-1.0)
+
+
+def test_jvrc_model_is_lhw_s_servo_and_joint_model():
+    env = make_env("jvrc_walk", 1)
+    m = env.model
+    knee = m.actuator("R_KNEE")
+    assert knee.gainprm[0] == 250 and list(knee.biasprm[1:3]) == [-250, -25]
+    assert not m.actuator_forcelimited.any()  # no torque clamp
+    assert m.dof_armature[m.joint("R_HIP_P").dofadr[0]] == pytest.approx(0.1925)
+    assert m.dof_damping[m.joint("L_ANKLE_R").dofadr[0]] == pytest.approx(0.2)
+    assert not env.cfg.randomization.enabled
+
+
+def test_jvrc_actions_are_radians_averaged_with_the_previous_one():
+    env = make_env("jvrc_walk", 1)
+    env.reset_one(0, np.random.default_rng(0))
+    a1, a2 = np.full((1, 12), 2.0), np.full((1, 12), -1.0)  # unbounded: 2 rad is taken as it is
+    np.testing.assert_allclose(env.batch.apply(a1), 1.0)
+    np.testing.assert_allclose(env.batch.apply(a2), 0.5)  # 0.5 a_t + 0.5 a_{t-1}, not a running average
+    np.testing.assert_allclose(env.batch.datas[0].ctrl[env.batch._legs], env.batch.nominal_leg + 0.5)
 
 
 def test_jvrc_walk_feet_carry_the_robot_at_the_start():
@@ -207,9 +245,9 @@ def test_the_mirror_of_a_walking_state_observes_as_the_mirrored_observation():
     """The signed permutation agrees with the physics: mirror the robot's state, observe, compare."""
     from ppolab.envs.jvrc import LEGS
 
-    cfg = {"randomization": {"enabled": False}, "mode_interval": 1e9}
+    cfg = {"stand_switch_prob": 0.0, "walk_switch_prob": 0.0}
     env, twin = make_env("jvrc_walk", 1, cfg), make_env("jvrc_walk", 1, cfg)
-    actions = np.random.default_rng(4).uniform(-0.5, 0.5, size=(15, 1, 12))
+    actions = np.random.default_rng(4).uniform(-0.25, 0.25, size=(15, 1, 12))  # radians: the old reach
     rollout(env, 5, 15, actions)
     m, d = env.model, env.batch.datas[0]
     qpos, qvel = d.qpos.copy(), d.qvel.copy()
@@ -228,7 +266,7 @@ def test_the_mirror_of_a_walking_state_observes_as_the_mirrored_observation():
     tb.datas[0].qpos[:] = twin_qpos
     tb.datas[0].qvel[:] = twin_qvel
     tb.qpos[0], tb.qvel[0] = twin_qpos, twin_qvel
-    twin.phase[0] = (env.phase[0] + 0.5) % 1.0
+    twin.phase[0] = (env.phase[0] + env.period // 2) % env.period
     twin.mode[0] = env.mode[0]
     twin.command[0] = env.command[0] * [-1, 1, -1]
     np.testing.assert_allclose(twin.observe()[0], env.symmetry.obs(env.observe())[0], atol=1e-5)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Literal
 
 import mujoco
 import numpy as np
@@ -47,7 +48,13 @@ class HumanoidConfig(BaseModel):
     kp: dict[str, float] = Field(description="position gain per joint-name part (first match wins)")
     kd: dict[str, float] = Field(description="velocity gain per joint-name part (first match wins)")
     action_scale: float = Field(0.5, gt=0, description="radians of joint offset per unit of action")
+    action_clip: float | None = Field(1.0, gt=0, description="actions are clipped to +-this (null: unbounded)")
     action_smoothing: float = Field(0.5, gt=0, le=1, description="weight of the new action against the previous")
+    action_filter: Literal["ema", "pair"] = Field(
+        "ema",
+        description="ema: the offset is an exponential average of actions; pair: the weighted mean of this "
+        "action and the previous one (LearningHumanoidWalking's)",
+    )
     init_joint_noise: float = Field(0.02, ge=0, description="radians of noise on the initial joint angles")
     randomization: Randomization = Randomization()
 
@@ -60,9 +67,13 @@ def gain(table: dict[str, float], joint: str) -> float:
 
 
 def add_servos(
-    spec: mujoco.MjSpec, joints: list[str], kp: dict[str, float], kd: dict[str, float], limits: dict[str, float]
+    spec: mujoco.MjSpec,
+    joints: list[str],
+    kp: dict[str, float],
+    kd: dict[str, float],
+    limits: dict[str, float] | None,
 ) -> None:
-    """A PD position servo on each joint, its torque clamped to the joint's limit."""
+    """A PD position servo on each joint, its torque clamped to the joint's limit (None: unclamped)."""
     for name in joints:
         p, d = gain(kp, name), gain(kd, name)
         act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
@@ -70,8 +81,11 @@ def add_servos(
         act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
         act.gainprm[0] = p
         act.biasprm[0:3] = [0.0, -p, -d]
-        act.forcerange = [-limits[name], limits[name]]
-        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        if limits is None:
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        else:
+            act.forcerange = [-limits[name], limits[name]]
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
 
 
@@ -81,6 +95,13 @@ def roll_pitch(quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
     pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
     return roll, pitch
+
+
+def rotate(quat: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A body-frame vector v (3,) in the world frame, for (n, 4) quaternions (w, x, y, z)."""
+    w, xyz = quat[:, :1], quat[:, 1:]
+    t = 2.0 * np.cross(xyz, v)
+    return v + w * t + np.cross(xyz, t)
 
 
 def yaw(quat: np.ndarray) -> np.ndarray:
@@ -99,7 +120,7 @@ class RobotLayout:
     leg_act: np.ndarray  # actuator index of each leg joint
     root_body: int
     upper_body: int  # the body whose orientation "upright" rewards
-    torque_limit: np.ndarray  # per leg joint
+    torque_limit: np.ndarray  # per leg joint (0 where unclamped)
 
     @classmethod
     def resolve(cls, model: mujoco.MjModel, legs: list[str], root: str, upper: str) -> RobotLayout:
@@ -142,7 +163,8 @@ class HumanoidBatch:
         self.nominal_qpos = nominal_qpos
         self.nominal_leg = nominal_qpos[layout.leg_qpos]
         self.rngs = [np.random.default_rng(i) for i in range(num_envs)]
-        self.prev_action = np.zeros((num_envs, len(layout.leg_joints)))
+        self.prev_action = np.zeros((num_envs, len(layout.leg_joints)))  # the offsets last applied
+        self.prev_raw = np.zeros_like(self.prev_action)  # the last action, after clipping
         self.push = np.zeros((num_envs, 3))
         self.push_left = np.zeros(num_envs, dtype=int)
         n = num_envs
@@ -153,6 +175,7 @@ class HumanoidBatch:
         self.self_contact = np.zeros(n, dtype=bool)
         self.geom_body = model.geom_bodyid.copy()
         self.sensors = np.zeros((n, model.nsensordata))
+        self.root_acc = np.zeros((n, 3))  # linear acceleration of the free joint (qacc[0:3])
         # views into each MjData's memory, made once: the step loop does no attribute lookups.
         # The leg actuators are one contiguous block in every task here: a slice, not fancy indexing.
         act = layout.leg_act
@@ -160,7 +183,8 @@ class HumanoidBatch:
             slice(int(act[0]), int(act[-1]) + 1) if np.array_equal(act, np.arange(act[0], act[-1] + 1)) else act
         )
         self._views = [
-            (d, d.ctrl, d.qpos, d.qvel, d.actuator_force, d.xmat[layout.upper_body], d.sensordata) for d in self.datas
+            (d, d.ctrl, d.qpos, d.qvel, d.actuator_force, d.xmat[layout.upper_body], d.sensordata, d.qacc)
+            for d in self.datas
         ]  # task sensors (foot touch, foot velocity), computed in C
 
     # -- resets ---------------------------------------------------------------
@@ -180,6 +204,7 @@ class HumanoidBatch:
         d.ctrl[:] = qpos[self._act_qpos()]
         mujoco.mj_forward(m, d)
         self.prev_action[i] = 0.0
+        self.prev_raw[i] = 0.0
         self.push[i] = 0.0
         self.push_left[i] = 0
         self._gather(i)
@@ -194,8 +219,9 @@ class HumanoidBatch:
     def apply(self, action: np.ndarray) -> np.ndarray:
         """Step every env one control period with the given leg actions; returns the smoothed actions."""
         cfg, k = self.cfg, self.substeps
-        a = np.clip(action, -1.0, 1.0)
-        smoothed = cfg.action_smoothing * a + (1.0 - cfg.action_smoothing) * self.prev_action
+        a = action if cfg.action_clip is None else np.clip(action, -cfg.action_clip, cfg.action_clip)
+        prev = self.prev_raw if cfg.action_filter == "pair" else self.prev_action
+        smoothed = cfg.action_smoothing * a + (1.0 - cfg.action_smoothing) * prev
         targets = self.nominal_leg + cfg.action_scale * smoothed
         r = cfg.randomization
         push_on = r.enabled and r.push_force > 0
@@ -210,6 +236,7 @@ class HumanoidBatch:
             step(m, d, k)
             self._gather(i)
         self.prev_action = smoothed
+        self.prev_raw = a
         return smoothed
 
     def _update_push(self, i: int, d: mujoco.MjData, p_start: float, steps: int, force: float) -> None:
@@ -224,8 +251,9 @@ class HumanoidBatch:
             self.push_left[i] = steps
 
     def _gather(self, i: int) -> None:
-        d, _, qpos, qvel, force, upper, sensors = self._views[i]
+        d, _, qpos, qvel, force, upper, sensors, qacc = self._views[i]
         self.qpos[i] = qpos
+        self.root_acc[i] = qacc[0:3]
         self.qvel[i] = qvel
         self.torque[i] = force[self._legs]
         self.upper_z[i] = upper[8]

@@ -16,12 +16,24 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Literal
 
 import mujoco
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, add_servos, roll_pitch, yaw
+from ppolab.envs.gait_clock import clock_score, clock_tables
+from ppolab.envs.humanoid import (
+    HumanoidBatch,
+    HumanoidConfig,
+    Randomization,
+    RobotLayout,
+    add_servos,
+    gain,
+    roll_pitch,
+    rotate,
+    yaw,
+)
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
 from ppolab.errors import UserError
@@ -34,6 +46,9 @@ FOOT_HALF = (0.1, 0.05, 0.01)  # box half-sizes of each sole
 FOOT_POS = (0.029, 0.0, -0.09778)  # sole centre in the ankle-pitch body's frame
 ROBOT_GROUP = 2  # collision bit for robot-robot contacts; the floor only uses bit 1
 STAIR_HALF = (0.15, 0.6, 0.5)  # box half-sizes of one stair tread
+# the neck-pitch joint in the pelvis frame (waist 0.192 + neck 0.453 above it, as in jvrc1.xml); the upper
+# body is rigid with the pelvis here, so the head's position follows from the root's pose
+HEAD_POS = np.array([-0.003, 0.0, 0.645])
 
 
 def urdf_path() -> Path:
@@ -54,7 +69,14 @@ def effort_limits(urdf: Path) -> dict[str, float]:
 
 
 def build_model(
-    urdf: str, physics_dt: float, kp: dict[str, float], kd: dict[str, float], stairs: int = 0
+    urdf: str,
+    physics_dt: float,
+    kp: dict[str, float],
+    kd: dict[str, float],
+    armature: dict[str, float],
+    damping: float,
+    torque_limits: bool,
+    stairs: int = 0,
 ) -> mujoco.MjModel:
     spec = mujoco.MjSpec.from_file(urdf)
     spec.option.timestep = physics_dt
@@ -68,6 +90,9 @@ def build_model(
     for joint in list(spec.joints):
         if joint.name not in LEGS:
             spec.delete(joint)  # its body is now rigid with its parent: the upper body holds its pose
+        else:  # the reflected rotor inertia and viscous friction of the MJCF model LHW trains on
+            joint.armature = gain(armature, joint.name)
+            joint.damping = [damping, 0.0, 0.0]
     base = spec.body("base_link")
     base.add_freejoint(name="root")
     pelvis = spec.body("PELVIS_S")
@@ -104,7 +129,7 @@ def build_model(
             name=f"stair{k}", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(STAIR_HALF), pos=[0, 0, -5],
             rgba=[0.55, 0.5, 0.45, 1], contype=1, conaffinity=1,
         )  # fmt: skip
-    add_servos(spec, LEGS, kp, kd, effort_limits(Path(urdf)))
+    add_servos(spec, LEGS, kp, kd, effort_limits(Path(urdf)) if torque_limits else None)
     spec.worldbody.add_geom(
         name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.35, 0.4, 0.45, 1],
         contype=1, conaffinity=1,
@@ -117,8 +142,23 @@ def build_model(
 
 
 class JvrcConfig(HumanoidConfig):
-    kp: dict[str, float] = {"HIP_Y": 100.0, "HIP": 200.0, "KNEE": 200.0, "ANKLE": 80.0}
-    kd: dict[str, float] = {"HIP_Y": 3.0, "HIP": 5.0, "KNEE": 5.0, "ANKLE": 2.0}
+    """JVRC-1 as LearningHumanoidWalking simulates it: its gains, armature and damping, no torque
+    clamp (the URDF's 100 N m is a placeholder below what a half-sitting stance knee needs), actions
+    in radians averaged with the previous one, and no randomisation."""
+
+    kp: dict[str, float] = {"HIP": 200.0, "KNEE": 250.0, "ANKLE": 80.0}
+    kd: dict[str, float] = {"HIP": 20.0, "KNEE": 25.0, "ANKLE": 8.0}
+    armature: dict[str, float] = Field(
+        {"HIP_P": 0.1925, "HIP_R": 0.1813, "HIP_Y": 0.1237, "KNEE": 0.1305, "ANKLE_R": 0.0653, "ANKLE_P": 0.1337},
+        description="reflected rotor inertia per joint-name part, kg m^2",
+    )
+    damping: float = Field(0.2, ge=0, description="joint viscous damping, N m s/rad")
+    torque_limits: bool = Field(False, description="clamp servo torques to the URDF's effort limits")
+    action_scale: float = 1.0
+    action_clip: float | None = None
+    action_filter: Literal["ema", "pair"] = "pair"
+    init_joint_noise: float = 0.0
+    randomization: Randomization = Randomization(enabled=False)
     height_range: tuple[float, float] = (0.6, 1.4)
     terminate_on_self_collision: bool = True
 
@@ -126,7 +166,10 @@ class JvrcConfig(HumanoidConfig):
 def load_robot(cfg: JvrcConfig, stairs: int = 0) -> tuple[mujoco.MjModel, RobotLayout, np.ndarray]:
     """The compiled model (cached), its layout, and the nominal half-sitting pose with the soles on the floor."""
     urdf = urdf_path()
-    params = {"urdf": str(urdf), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd, "stairs": stairs}
+    params = {
+        "urdf": str(urdf), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd, "armature": cfg.armature,
+        "damping": cfg.damping, "torque_limits": cfg.torque_limits, "stairs": stairs,
+    }  # fmt: skip
     model = load_or_build("jvrc", [urdf], build_model, params)
     layout = RobotLayout.resolve(model, LEGS, root="base_link", upper="base_link")
     qpos = model.qpos0.copy()
@@ -162,28 +205,38 @@ def gait_scores(b: HumanoidBatch, swing: np.ndarray, weight: float) -> tuple[np.
 
 
 class WalkRewards(BaseModel):
+    """LearningHumanoidWalking's walking reward weights (they sum to 1)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    foot_force: float = 0.15
-    foot_velocity: float = 0.15
+    foot_force: float = 0.225
+    foot_velocity: float = 0.225
     root_accel: float = 0.05
     height: float = 0.05
     velocity: float = 0.15
-    yaw_rate: float = 0.1
-    upright: float = 0.1
-    posture: float = 0.1
-    torque_change: float = 0.05
-    action_change: float = 0.1
+    yaw_rate: float = 0.15
+    upper_body: float = 0.05
+    posture: float = 0.05
+    torque_change: float = 0.025
+    action_change: float = 0.025
 
 
 class WalkConfig(JvrcConfig):
-    gait_period: float = Field(0.8, gt=0, description="seconds of one full gait cycle (two steps)")
-    mode_interval: float = Field(4.0, gt=0, description="mean seconds between random mode and command changes")
-    mode_probs: tuple[float, float, float] = Field((0.15, 0.15, 0.7), description="standing, in place, forward")
-    forward_speed: tuple[float, float] = (0.2, 0.6)
-    lateral_speed: tuple[float, float] = (-0.1, 0.1)
-    yaw_rate: tuple[float, float] = (-0.3, 0.3)
+    swing_duration: float = Field(0.75, gt=0, description="seconds one foot swings")
+    stance_duration: float = Field(0.35, gt=0, description="seconds of each double support")
+    mode_probs: tuple[float, float, float] = Field((0.6, 0.2, 0.2), description="standing, in place, forward")
+    forward_speed: tuple[float, float] = Field((0.0, 0.4), description="m/s of the forward mode")
+    lateral_speed: tuple[float, float] = Field((0.0, 0.0), description="m/s sideways in the forward mode")
+    turn_rate: tuple[float, float] = Field((-0.5, 0.5), description="rad/s of yaw in the in-place mode")
+    stand_switch_prob: float = Field(
+        0.01, ge=0, le=1, description="chance per step, in double support, of standing <-> in place"
+    )
+    walk_switch_prob: float = Field(0.005, ge=0, le=1, description="chance per step of in place <-> forward")
+    goal_height: float = Field(0.80, gt=0, description="root height the height term asks for, m")
     rewards: WalkRewards = WalkRewards()
+
+
+STANDING, IN_PLACE, FORWARD = 0, 1, 2
 
 
 ROLL_YAW_PARTS = [1, 2, 4]  # HIP_R, HIP_Y, ANKLE_R: they turn the other way in a mirror
@@ -223,33 +276,46 @@ class JvrcWalkEnv:
         self.batch = HumanoidBatch(self.model, layout, cfg, num_envs, nominal)
         self.physics = self.batch
         self.num_envs = num_envs
-        self.target_height = float(nominal[2])
         self.weight = float(self.model.body_subtreemass[1] * -self.model.opt.gravity[2])
+        self.clock, self.double_support = clock_tables(cfg.swing_duration, cfg.stance_duration, cfg.control_dt)
+        self.period = len(self.clock)
         n = num_envs
-        self.phase = np.zeros(n)
+        self.phase = np.zeros(n, dtype=int)  # control steps into the gait cycle
         self.mode = np.zeros(n, dtype=int)
         self.command = np.zeros((n, 3))  # yaw rate, vx, vy
-        self.prev_root_vel = np.zeros((n, 3))
         self.prev_torque = np.zeros((n, 12))
 
     # -- episode state --------------------------------------------------------
-    def _draw_mode(self, i: int, rng: np.random.Generator) -> None:
+    def _set_mode(self, i: int, mode: int, rng: np.random.Generator) -> None:
         c = self.cfg
-        self.mode[i] = rng.choice(3, p=np.array(c.mode_probs) / sum(c.mode_probs))
+        self.mode[i] = mode
         self.command[i] = 0.0
-        if self.mode[i] == 2:
-            self.command[i] = [rng.uniform(*c.yaw_rate), rng.uniform(*c.forward_speed), rng.uniform(*c.lateral_speed)]
+        if mode == IN_PLACE:
+            self.command[i, 0] = rng.uniform(*c.turn_rate)
+        elif mode == FORWARD:
+            self.command[i, 1:] = [rng.uniform(*c.forward_speed), rng.uniform(*c.lateral_speed)]
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)
         env_rng = self.batch.rngs[i]
-        self.phase[i] = env_rng.uniform()
-        self._draw_mode(i, env_rng)
-        self.prev_root_vel[i] = self.batch.qvel[i, 0:3]
+        self.phase[i] = env_rng.integers(self.period)
+        probs = np.array(self.cfg.mode_probs) / sum(self.cfg.mode_probs)
+        self._set_mode(i, int(env_rng.choice(3, p=probs)), env_rng)
         self.prev_torque[i] = self.batch.torque[i]
 
+    def _switch_modes(self) -> None:
+        """Standing <-> in place (only in double support) and in place <-> forward, at random."""
+        c, b = self.cfg, self.batch
+        for i in range(self.num_envs):
+            u_stand, u_walk = b.rngs[i].random(2)
+            mode = self.mode[i]
+            if u_stand < c.stand_switch_prob and self.double_support[self.phase[i]] and mode != FORWARD:
+                self._set_mode(i, IN_PLACE if mode == STANDING else STANDING, b.rngs[i])
+            elif u_walk < c.walk_switch_prob and mode != STANDING:
+                self._set_mode(i, IN_PLACE if mode == FORWARD else FORWARD, b.rngs[i])
+
     def observe(self) -> np.ndarray:
-        clock = 2 * np.pi * self.phase
+        clock = 2 * np.pi * self.phase / self.period
         obs = np.concatenate(
             [
                 robot_state(self.batch), np.sin(clock)[:, None], np.cos(clock)[:, None], np.eye(3)[self.mode],
@@ -260,48 +326,46 @@ class JvrcWalkEnv:
         return self.batch.noisy(obs)
 
     # -- stepping ---------------------------------------------------------------
-    def swing(self) -> np.ndarray:
-        """(n, 2) swing mask for the right and left foot: the right swings in the first half of the cycle."""
-        first_half = self.phase < 0.5
-        walking = self.mode != 0
-        return np.stack([first_half & walking, ~first_half & walking], axis=1)
+    def force_clock(self) -> np.ndarray:
+        """(n, 2) force clock of the right and left foot: +1 bear weight, -1 swing; standing: both +1."""
+        return np.where((self.mode == STANDING)[:, None], 1.0, self.clock[self.phase])
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b, c, w = self.batch, self.cfg, self.cfg.rewards
-        prev_action = b.prev_action.copy()
-        smoothed = b.apply(action)
-        lay = b.layout
-        foot_force, foot_velocity = gait_scores(b, self.swing(), self.weight)
-        root_vel = b.qvel[:, 0:3]
-        accel = (root_vel - self.prev_root_vel) / c.control_dt
-        self.prev_root_vel = root_vel.copy()
-        root_accel = np.exp(-0.01 * np.sum(accel**2, axis=1))
-        z = b.qpos[:, 2]
-        height = np.exp(-40.0 * (z - self.target_height) ** 2)
+        prev_target = b.prev_action.copy()
+        target = b.apply(action)
+        self.phase = (self.phase + 1) % self.period
+        self._switch_modes()
+        frc_clock = self.force_clock()
+        force = np.clip(b.sensors[:, 0:2] / (0.5 * self.weight), 0.0, 1.0)  # half the weight: a full stance
+        speed = np.clip(np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2) / 0.2, 0.0, 1.0)
+        root_accel = np.exp(-0.25 * (np.abs(b.qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1)))
+        height_err = np.abs(b.qpos[:, 2] - c.goal_height)
+        height_err = np.where(height_err < 0.01 + 0.05 * self.command[:, 1], 0.0, height_err)
         heading = yaw(b.qpos[:, 3:7])
+        v = b.qvel[:, 0:2]
         v_body = np.stack(
-            [np.cos(heading) * root_vel[:, 0] + np.sin(heading) * root_vel[:, 1],
-             -np.sin(heading) * root_vel[:, 0] + np.cos(heading) * root_vel[:, 1]], axis=1
+            [np.cos(heading) * v[:, 0] + np.sin(heading) * v[:, 1], -np.sin(heading) * v[:, 0] + np.cos(heading) * v[:, 1]],
+            axis=1,
         )  # fmt: skip
-        velocity = np.exp(-4.0 * np.sum((v_body - self.command[:, 1:3]) ** 2, axis=1))
-        yaw_rate = np.exp(-4.0 * (b.qvel[:, 5] - self.command[:, 0]) ** 2)
-        upright = np.exp(-20.0 * (1.0 - b.upper_z))
-        hips = [0, 1, 2, 6, 7, 8]  # posture: hip yaw and roll near nominal; pitch is the gait's
-        posture = np.exp(-5.0 * np.mean((b.qpos[:, lay.leg_qpos] - b.nominal_leg)[:, hips] ** 2, axis=1))
-        torque_change = np.exp(-5.0 * np.mean(((b.torque - self.prev_torque) / lay.torque_limit) ** 2, axis=1))
+        head_offset = rotate(b.qpos[:, 3:7], HEAD_POS)[:, :2]  # head minus root, horizontal
+        legs = b.qpos[:, b.layout.leg_qpos]
+        terms = {
+            "foot_force": clock_score(frc_clock, force),
+            "foot_velocity": clock_score(-frc_clock, speed),
+            "root_accel": root_accel,
+            "height": np.exp(-40.0 * height_err**2),
+            "velocity": np.exp(-10.0 * np.sum((v_body - self.command[:, 1:3]) ** 2, axis=1)),
+            "yaw_rate": np.exp(-10.0 * np.abs(b.qvel[:, 5] - self.command[:, 0]) ** 3),
+            "upper_body": np.exp(-10.0 * np.linalg.norm(head_offset, axis=1)),
+            "posture": np.exp(-np.linalg.norm(legs - b.nominal_leg, axis=1)),
+            "torque_change": np.exp(-0.25 * np.mean(np.abs(b.torque - self.prev_torque), axis=1)),
+            "action_change": np.exp(-5.0 * np.mean(np.abs(target - prev_target), axis=1)),
+        }
         self.prev_torque = b.torque.copy()
-        action_change = np.exp(-5.0 * np.mean((smoothed - prev_action) ** 2, axis=1))
-        reward = (
-            w.foot_force * foot_force + w.foot_velocity * foot_velocity + w.root_accel * root_accel
-            + w.height * height + w.velocity * velocity + w.yaw_rate * yaw_rate + w.upright * upright
-            + w.posture * posture + w.torque_change * torque_change + w.action_change * action_change
-        )  # fmt: skip
-        self.phase = (self.phase + c.control_dt / c.gait_period) % 1.0
-        p_switch = c.control_dt / c.mode_interval
-        for i in range(self.num_envs):
-            if b.rngs[i].random() < p_switch:
-                self._draw_mode(i, b.rngs[i])
+        reward = sum(getattr(w, k) * v for k, v in terms.items())
         lo, hi = c.height_range
+        z = b.qpos[:, 2]
         terminated = (z < lo) | (z > hi)
         if c.terminate_on_self_collision:
             terminated |= b.self_contact

@@ -1,5 +1,7 @@
 """Every training hyperparameter, once: the schema, the defaults, the `--help` text and the checks.
 
+The defaults below apply where the env's preset (`ppo/presets.py`) says nothing.
+
 `ppolab train`'s flags are generated from `TrainConfig` (field `n_itr` is flag
 `--n-itr`), so the CLI, `config.yaml` in a run folder and a sweep's `defaults`
 use the same names.
@@ -12,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ppolab.envs import ENVS
+from ppolab.ppo.presets import with_preset
 
 
 class TrainConfig(BaseModel):
@@ -43,6 +46,7 @@ class TrainConfig(BaseModel):
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
+    activation: Literal["tanh", "relu"] = Field("tanh", description="hidden-layer activation of the MLPs")
     recurrent: bool = Field(
         False, description="LSTM actor and critic (hidden sizes = LSTM layers), trained on episodes"
     )
@@ -54,6 +58,12 @@ class TrainConfig(BaseModel):
     wandb_project: str = Field("ppolab", description="W&B project, with --track")
     wandb_entity: str | None = Field(None, description="W&B entity (user or team), with --track; default: yours")
     wandb_group: str | None = Field(None, description="W&B group, with --track (sweeps set their name)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _env_preset(cls, data: object) -> object:
+        """Settings not given come from the env's preset (`ppolab envs`), then from the defaults below."""
+        return with_preset(data) if isinstance(data, dict) else data
 
     @field_validator("env")
     @classmethod

@@ -23,15 +23,11 @@ def load_actor(path: Path) -> tuple[Actor, dict]:
     meta = data.get("meta") if isinstance(data, dict) else None
     if not meta or meta.get("kind") != "actor":
         raise UserError(f"{actor_path}: not a ppolab actor checkpoint")
-    cls = RecurrentActor if meta.get("recurrent") else Actor
-    actor = cls(
-        ObsNormalizer(meta["obs_dim"]),
-        meta["obs_dim"],
-        meta["act_dim"],
-        meta["hidden_sizes"],
-        meta["std_dev"],
-        meta["learn_std"],
-    )
+    args = (ObsNormalizer(meta["obs_dim"]), meta["obs_dim"], meta["act_dim"], meta["hidden_sizes"])
+    if meta.get("recurrent"):
+        actor = RecurrentActor(*args, meta["std_dev"], meta["learn_std"])
+    else:
+        actor = Actor(*args, meta["std_dev"], meta["learn_std"], meta.get("activation", "tanh"))
     actor.load_state_dict(data["state_dict"])
     return actor, meta
 

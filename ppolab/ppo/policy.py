@@ -46,12 +46,15 @@ class ObsNormalizer(nn.Module):
         self.count.copy_(total)
 
 
-def mlp(sizes: list[int]) -> nn.Sequential:
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def mlp(sizes: list[int], activation: str = "tanh") -> nn.Sequential:
     layers: list[nn.Module] = []
     for i in range(len(sizes) - 1):
         layers.append(nn.Linear(sizes[i], sizes[i + 1]))
         if i < len(sizes) - 2:
-            layers.append(nn.Tanh())
+            layers.append(ACTIVATIONS[activation]())
     return nn.Sequential(*layers)
 
 
@@ -59,11 +62,19 @@ class Actor(nn.Module):
     """Gaussian policy: MLP mean, per-action std that is fixed or learned."""
 
     def __init__(
-        self, norm: ObsNormalizer, obs_dim: int, act_dim: int, hidden: list[int], std: float, learn_std: bool
+        self,
+        norm: ObsNormalizer,
+        obs_dim: int,
+        act_dim: int,
+        hidden: list[int],
+        std: float,
+        learn_std: bool,
+        activation: str = "tanh",
     ) -> None:
         super().__init__()
         self.norm = norm
-        self.net = mlp([obs_dim, *hidden, act_dim])
+        self.activation = activation
+        self.net = mlp([obs_dim, *hidden, act_dim], activation)
         with torch.no_grad():  # small initial means: start near "do nothing"
             self.net[-1].weight.mul_(0.01)
             self.net[-1].bias.zero_()
@@ -82,10 +93,10 @@ class Actor(nn.Module):
 
 
 class Critic(nn.Module):
-    def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int]) -> None:
+    def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int], activation: str = "tanh") -> None:
         super().__init__()
         self.norm = norm
-        self.net = mlp([obs_dim, *hidden, 1])
+        self.net = mlp([obs_dim, *hidden, 1], activation)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.head(self.norm(obs))
@@ -170,6 +181,7 @@ def sampling_params(actor: Actor | RecurrentActor) -> dict:
             "clip": actor.norm.clip,
             "std": np_(actor.log_std.exp()),
             "lstm": [],
+            "activation": getattr(actor, "activation", "tanh"),
         }
         if isinstance(actor, RecurrentActor):
             linears = [actor.out]

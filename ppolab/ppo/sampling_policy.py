@@ -29,6 +29,7 @@ class SamplingPolicy:
         self.biases = params["biases"]
         self.std = params["std"]
         self.lstm = params.get("lstm") or []
+        self.relu = params.get("activation", "tanh") == "relu"
         self.state: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     def reset(self, rows) -> None:
@@ -49,7 +50,10 @@ class SamplingPolicy:
             h = h @ w
             h += b
             if i < last:
-                np.tanh(h, out=h)
+                if self.relu:
+                    np.maximum(h, 0.0, out=h)
+                else:
+                    np.tanh(h, out=h)
         return h
 
     def _lstm(self, x: np.ndarray) -> np.ndarray:

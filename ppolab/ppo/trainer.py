@@ -65,6 +65,7 @@ def policy_meta(
         "obs_dim": env.obs_dim,
         "act_dim": env.act_dim,
         "hidden_sizes": list(cfg.hidden_sizes),
+        "activation": cfg.activation,
         "recurrent": cfg.recurrent,
         "learn_std": cfg.learn_std,
         "std_dev": cfg.std_dev,
@@ -79,8 +80,9 @@ def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor,
     if cfg.recurrent:
         actor = RecurrentActor(norm, obs_dim, act_dim, list(cfg.hidden_sizes), cfg.std_dev, cfg.learn_std)
         return actor, RecurrentCritic(norm, obs_dim, list(cfg.hidden_sizes))
-    actor = Actor(norm, obs_dim, act_dim, list(cfg.hidden_sizes), cfg.std_dev, cfg.learn_std)
-    critic = Critic(norm, obs_dim, list(cfg.hidden_sizes))
+    hidden = list(cfg.hidden_sizes)
+    actor = Actor(norm, obs_dim, act_dim, hidden, cfg.std_dev, cfg.learn_std, cfg.activation)
+    critic = Critic(norm, obs_dim, hidden, cfg.activation)
     return actor, critic
 
 

@@ -1,0 +1,49 @@
+"""LearningHumanoidWalking's gait clock: smooth per-foot targets for ground force and foot speed.
+
+One cycle is right swing, double support, left swing, double support. Each foot's
+force clock is -1 while it swings (no load wanted) and +1 while it stands; its
+speed clock is the opposite. Between phases the clock is a monotone cubic
+(PCHIP) through two knots per phase, each pulled `relax` of the phase's length
+inside it, so the targets change smoothly at touchdown and lift-off.
+
+The phase is an integer count of control steps, so both clocks are tabulated
+once per env for the whole cycle: a step looks them up instead of evaluating splines.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.interpolate import PchipInterpolator
+
+
+def clock_tables(swing: float, stance: float, control_dt: float, relax: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """(period, 2) force clocks for the right and left foot at each integer phase, and the double-support mask.
+
+    `swing` and `stance` are the seconds of one foot's swing and of each double support.
+    """
+    freq = 1.0 / control_dt
+    bounds = np.cumsum([0.0, swing, stance, swing, stance]) * freq  # right swing, dbl, left swing, dbl
+    cycle = bounds[-1]
+    right = (-1.0, 1.0, 1.0, 1.0)
+    left = (1.0, 1.0, -1.0, 1.0)
+    knots, r_val, l_val = [], [], []
+    for k in range(4):
+        a, b = bounds[k], bounds[k + 1]
+        off = (b - a) * relax
+        knots += [a + off, b - off]
+        r_val += [right[k]] * 2
+        l_val += [left[k]] * 2
+    x = np.concatenate([np.array(knots) + shift for shift in (-cycle, 0.0, cycle)])  # three cycles: continuity
+    period = math.floor(cycle)
+    phases = np.arange(period, dtype=float)
+    table = np.stack([PchipInterpolator(x, np.tile(v, 3))(phases) for v in (r_val, l_val)], axis=1)
+    double_support = np.all(table >= 1.0 - 1e-9, axis=1)
+    return np.clip(table, -1.0, 1.0), double_support
+
+
+def clock_score(clock: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """tan(pi/4 * clock * (2 value - 1)), averaged over the feet: +1 when each foot's normalised value
+    in [0, 1] is what its clock in [-1, 1] asks for, -1 when it is the opposite, 0 for a clock at 0."""
+    return np.mean(np.tan(np.pi / 4 * clock * (2.0 * value - 1.0)), axis=1)

@@ -1,0 +1,47 @@
+"""Each env's recommended training settings: what `ppolab train --env X` uses for flags not given.
+
+The values are the ones measured to learn each task (see benchmarks/README.md);
+anything given on the command line, in a sweep or a config file wins. A run's
+config.yaml records the settings it used, so a preset changing later never
+changes how an existing run resumes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+HUMANOID_LHW = {  # LearningHumanoidWalking's settings for its JVRC tasks
+    "hidden_sizes": [256, 256],
+    "activation": "relu",
+    "std_dev": 0.223,
+    "lr": 1e-4,
+    "max_grad_norm": 0.05,
+    "minibatch_size": 64,
+    "epochs": 3,
+    "num_procs": 12,
+    "max_traj_len": 400,
+    "eval_freq": 100,
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "cartpole": {  # the README's recommended configuration: eval reward above 450 within 500 iterations
+        "std_dev": 0.15,
+        "learn_std": True,
+        "entropy_coeff": 0.01,
+        "minibatch_size": 256,
+        "max_traj_len": 500,
+        "num_procs": 12,
+        "n_itr": 500,
+        "eval_freq": 20,
+    },
+    "h1": {"hidden_sizes": [256, 256], "lr": 3e-4, "minibatch_size": 256, "max_traj_len": 400, "n_itr": 300,
+           "eval_freq": 25},  # fmt: skip
+    "jvrc_walk": {**HUMANOID_LHW, "n_itr": 8400},  # 8,400 x 4,800 steps: about 40 M env steps
+    "jvrc_step": {**HUMANOID_LHW, "n_itr": 8400},
+}
+
+
+def with_preset(values: dict[str, Any]) -> dict[str, Any]:
+    """Train settings with the env's preset filling in what `values` leaves out."""
+    preset = PRESETS.get(values.get("env"), {}) if isinstance(values.get("env"), str) else {}
+    return {**preset, **values}
