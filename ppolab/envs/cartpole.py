@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ppolab.envs.physics import BatchPhysics
+from ppolab.envs.scene import add_floor, add_lights, add_sky
 
 
 class CartpoleConfig(BaseModel):
@@ -58,16 +59,9 @@ def build_model(cfg: CartpoleConfig) -> mujoco.MjModel:
         contype=0,
         conaffinity=0,
     )
-    spec.add_texture(  # a sky for videos; physics never sees it
-        name="sky",
-        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
-        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
-        rgb1=[0.55, 0.7, 0.85],
-        rgb2=[0.1, 0.12, 0.15],
-        width=64,
-        height=64,
-    )
-    spec.worldbody.add_light(pos=[0, -1, 3], dir=[0, 0.3, -1])
+    add_sky(spec)  # sky, floor and light for videos; physics never sees them (contacts are off)
+    add_floor(spec, collides=False).pos = [0, 0, -1.0]
+    add_lights(spec)
     spec.worldbody.add_camera(name="side", pos=[0, -3.2, 0.3], xyaxes=[1, 0, 0, 0, 0, 1])
     cart = spec.worldbody.add_body(name="cart")
     cart.add_joint(name="slider", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0])

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, add_servos, roll_pitch
 from ppolab.envs.model_cache import load_or_build
+from ppolab.envs.scene import add_scene
 from ppolab.errors import UserError
 
 LEGS = [
@@ -72,14 +73,7 @@ def build_model(xml: str, physics_dt: float, kp: dict[str, float], kd: dict[str,
     for act in list(spec.actuators):
         spec.delete(act)
     add_servos(spec, LEGS + HELD, kp, kd, limits)
-    spec.worldbody.add_geom(
-        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.35, 0.4, 0.45, 1]
-    )
-    spec.worldbody.add_light(pos=[0, 0, 3.5], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
-    pelvis = spec.body("pelvis")
-    pelvis.add_camera(
-        name="track", pos=[0.5, -3.0, 0.3], xyaxes=[1, 0, 0, 0, 0.1, 1], mode=mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM
-    )
+    add_scene(spec, spec.body("pelvis"))
     return spec.compile()
 
 

@@ -1,11 +1,11 @@
 """JVRC-1 humanoid: the model built from the `jvrc-description` URDF, and the walking task.
 
-The URDF's meshes are COLLADA, which MuJoCo does not read, so every mesh geom is
-dropped. MjSpec then makes the robot a MuJoCo model: a free joint on the base,
+The URDF's meshes are COLLADA, which MuJoCo does not read: they are converted
+(trimesh) and kept as visual-only geoms. MjSpec then makes the robot a MuJoCo model: a free joint on the base,
 the upper body's joints removed (arms, waist and neck held rigid in their
 nominal pose), PD servos on the 12 leg joints with the URDF's torque limits,
 box feet with touch and velocity sensors, leg capsules for self-collision,
-a floor and a camera.
+and the video scene (sky, checker floor, light, tracking camera).
 
 `jvrc_walk` observation (37): root roll and pitch, root angular velocity (3),
 12 leg joint positions and velocities, a gait clock (sin, cos), the mode
@@ -14,6 +14,7 @@ one-hot (standing, in place, forward) and the command (yaw rate, vx, vy).
 
 from __future__ import annotations
 
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Literal
@@ -35,6 +36,7 @@ from ppolab.envs.humanoid import (
     yaw,
 )
 from ppolab.envs.model_cache import load_or_build
+from ppolab.envs.scene import add_scene
 from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
 from ppolab.errors import UserError
 
@@ -77,14 +79,64 @@ def build_model(
     damping: float,
     torque_limits: bool,
     stairs: int = 0,
+    visuals: bool = False,
 ) -> mujoco.MjModel:
     spec = mujoco.MjSpec.from_file(urdf)
     spec.option.timestep = physics_dt
-    for geom in list(spec.geoms):
-        if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
-            spec.delete(geom)
-    for mesh in list(spec.meshes):
-        spec.delete(mesh)
+    if not visuals:  # training: no meshes (35 visual geoms cost ~6% of a physics step)
+        for geom in list(spec.geoms):
+            if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+                spec.delete(geom)
+        for mesh in list(spec.meshes):
+            spec.delete(mesh)
+        return _finish(spec, urdf, kp, kd, armature, damping, torque_limits, stairs)
+    with tempfile.TemporaryDirectory() as meshes:
+        visual_meshes(spec, Path(urdf), Path(meshes))
+        return _finish(spec, urdf, kp, kd, armature, damping, torque_limits, stairs)
+
+
+def visual_meshes(spec: mujoco.MjSpec, urdf: Path, out: Path) -> None:
+    """The URDF's COLLADA meshes as visual-only geoms (no contacts, no mass), converted to STL in `out`.
+
+    The physics keeps its own simple shapes (box soles, leg capsules): the meshes only make videos show
+    the robot. The compiled model embeds them, and the model cache keeps it, so conversion runs once.
+    """
+    import trimesh
+
+    spec.compiler.discardvisual = False  # else the compiler drops every geom without contacts
+    colors = link_colors(urdf)
+    package = urdf.parent.parent
+    for mesh in spec.meshes:
+        source = package / mesh.file.split("package://jvrc_description/", 1)[-1]
+        target = out / (source.stem + ".stl")
+        trimesh.load(str(source), force="mesh").export(str(target))
+        mesh.file = str(target)
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL  # open surfaces are fine: no mass is taken
+    for body in spec.bodies:
+        for geom in body.geoms:
+            if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+                geom.contype, geom.conaffinity, geom.group = 0, 0, 1
+                geom.mass, geom.density = 0.0, 0.0
+                geom.rgba = colors.get(body.name, [0.7, 0.7, 0.7, 1.0])
+
+
+def link_colors(urdf: Path) -> dict[str, list[float]]:
+    """Each link's visual colour, from the URDF's named materials."""
+    root = ET.parse(urdf).getroot()
+    named = {
+        m.attrib["name"]: [float(v) for v in m.find("color").attrib["rgba"].split()]
+        for m in root.iter("material")
+        if m.find("color") is not None
+    }
+    colors = {}
+    for link in root.iter("link"):
+        material = link.find("visual/material")
+        if material is not None and material.attrib.get("name") in named:
+            colors[link.attrib["name"]] = named[material.attrib["name"]]
+    return colors
+
+
+def _finish(spec, urdf, kp, kd, armature, damping, torque_limits, stairs) -> mujoco.MjModel:
     for equality in list(spec.equalities):  # the hands' mimic joints, removed below
         spec.delete(equality)
     for joint in list(spec.joints):
@@ -95,11 +147,6 @@ def build_model(
             joint.damping = [damping, 0.0, 0.0]
     base = spec.body("base_link")
     base.add_freejoint(name="root")
-    pelvis = spec.body("PELVIS_S")
-    pelvis.add_geom(  # torso and pelvis, to see the robot in videos; no contacts
-        type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.1, 0.14, 0.25], pos=[0, 0, 0.3], rgba=[0.9, 0.55, 0.2, 1],
-        contype=0, conaffinity=0, mass=0,
-    )  # fmt: skip
     for side in SIDES:
         hip, knee, ankle = (spec.body(f"{side}_{p}_S") for p in ("HIP_Y", "KNEE", "ANKLE_R"))
         for body, child in ((hip, knee), (knee, ankle)):
@@ -130,14 +177,7 @@ def build_model(
             rgba=[0.55, 0.5, 0.45, 1], contype=1, conaffinity=1,
         )  # fmt: skip
     add_servos(spec, LEGS, kp, kd, effort_limits(Path(urdf)) if torque_limits else None)
-    spec.worldbody.add_geom(
-        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.35, 0.4, 0.45, 1],
-        contype=1, conaffinity=1,
-    )  # fmt: skip
-    spec.worldbody.add_light(pos=[0, 0, 3.5], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
-    base.add_camera(
-        name="track", pos=[0.5, -3.0, 0.2], xyaxes=[1, 0, 0, 0, 0.1, 1], mode=mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM
-    )
+    add_scene(spec, base)
     return spec.compile()
 
 
@@ -154,6 +194,7 @@ class JvrcConfig(HumanoidConfig):
     )
     damping: float = Field(0.2, ge=0, description="joint viscous damping, N m s/rad")
     torque_limits: bool = Field(False, description="clamp servo torques to the URDF's effort limits")
+    visuals: bool = Field(False, description="load the robot's meshes (videos turn this on; physics is the same)")
     action_scale: float = 1.0
     action_clip: float | None = None
     action_filter: Literal["ema", "pair"] = "pair"
@@ -168,7 +209,7 @@ def load_robot(cfg: JvrcConfig, stairs: int = 0) -> tuple[mujoco.MjModel, RobotL
     urdf = urdf_path()
     params = {
         "urdf": str(urdf), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd, "armature": cfg.armature,
-        "damping": cfg.damping, "torque_limits": cfg.torque_limits, "stairs": stairs,
+        "damping": cfg.damping, "torque_limits": cfg.torque_limits, "stairs": stairs, "visuals": cfg.visuals,
     }  # fmt: skip
     model = load_or_build("jvrc", [urdf], build_model, params)
     layout = RobotLayout.resolve(model, LEGS, root="base_link", upper="base_link")
@@ -343,11 +384,8 @@ class JvrcWalkEnv:
         height_err = np.abs(b.qpos[:, 2] - c.goal_height)
         height_err = np.where(height_err < 0.01 + 0.05 * self.command[:, 1], 0.0, height_err)
         heading = yaw(b.qpos[:, 3:7])
-        v = b.qvel[:, 0:2]
-        v_body = np.stack(
-            [np.cos(heading) * v[:, 0] + np.sin(heading) * v[:, 1], -np.sin(heading) * v[:, 0] + np.cos(heading) * v[:, 1]],
-            axis=1,
-        )  # fmt: skip
+        cos, sin, v = np.cos(heading), np.sin(heading), b.qvel[:, 0:2]
+        v_body = np.stack([cos * v[:, 0] + sin * v[:, 1], -sin * v[:, 0] + cos * v[:, 1]], axis=1)
         head_offset = rotate(b.qpos[:, 3:7], HEAD_POS)[:, :2]  # head minus root, horizontal
         legs = b.qpos[:, b.layout.leg_qpos]
         terms = {

@@ -66,6 +66,10 @@ def render_episode(
     """Frames of episode 1 (same initial state as in `play`), rendered headless."""
     import mujoco
 
+    from ppolab.envs import env_class
+
+    if "visuals" in env_class(env_name).Config.model_fields:  # the robot's meshes: same physics, real looks
+        overrides = {**(overrides or {}), "visuals": True}
     env = make_env(env_name, 1, overrides)
     try:
         renderer = mujoco.Renderer(env.model, height=size[0], width=size[1])
