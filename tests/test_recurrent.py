@@ -17,7 +17,9 @@ from ppolab.ppo.trainer import build_networks
 
 
 def recurrent_nets(env, hidden=(16, 12)):
-    cfg = TrainConfig(env=env.name, recurrent=True, hidden_sizes=list(hidden), num_procs=2, max_traj_len=100)
+    cfg = TrainConfig(
+        env=env.name, recurrent=True, hidden_sizes=list(hidden), num_procs=2, max_traj_len=100, minibatch_size=64
+    )
     torch.manual_seed(0)
     actor, critic = build_networks(cfg, env.obs_dim, env.act_dim)
     with torch.no_grad():  # a non-trivial policy and normaliser

@@ -122,7 +122,7 @@ def test_info_shows_hypothesis_count_and_steps(tmp_path):
     d = write(tmp_path, GOOD)
     out = run_ppolab("sweep", str(d), "--info").stdout
     assert "Hypothesis: gamma 0.995 helps" in out and "Runs: 2" in out
-    assert "Estimated env steps: 2,880,000" in out  # 2 runs x 300 itr x 12 x 1 x 400
+    assert "Estimated env steps: 3,600,000" in out  # 2 runs x 300 itr x 12 x 1 x 500 (the cartpole preset)
 
 
 def test_launch_without_terminal_or_yes_refuses(tmp_path):

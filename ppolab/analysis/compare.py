@@ -1,35 +1,46 @@
 """`ppolab compare`: a table of runs and an analysis computed from their configs and metrics.
 
 Runs that differ only in seed form one configuration. The control is the first
-configuration (the sweep file's first run, or the first run named). Every
-statement in the analysis comes from the numbers: the best configuration and its
-differences from the control, the effect of each varied parameter, the unstable
-runs, seed statistics (mean and IQM with 95% bootstrap intervals, probability of
-improvement) and recommendations tied to the evidence that triggered them.
+configuration (the sweep file's first run, or the first run named). Only finished
+runs are judged: a run is finished when it completed every iteration its config
+asks for (and, in a sweep, state.json says "done"); the others are listed and kept
+out of the statistics. Every statement comes from the numbers, and says which kind
+it is: a decided result (a significant difference, Holm-corrected across
+treatments, or an equivalence shown by TOST) or an estimate that decides nothing.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from ppolab.analysis.anomalies import still_improving
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.stats import (
+    ALPHA,
+    BOOTSTRAP_MIN_SEEDS,
     MIN_SEEDS,
+    Difference,
     bootstrap_ci,
+    holm,
     iqm,
-    mean_difference_ci,
+    mean_ci,
+    pooled_sd,
     prob_improvement_ci,
-    seeds_needed,
+    seeds_for_power,
+    tost_p,
+    welch,
 )
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
 
-MAX_PRACTICAL_SEEDS = 50
 NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
+DEFAULT_MIN_EFFECT = 0.1  # of the control's mean |final reward|, when the sweep gives no metadata.min_effect
+FPS_SPREAD = 0.2  # runs whose throughput differs more than this: wall-time comparisons are confounded
 ADVICE = {
     "kl_high": "lower --lr or --epochs (KL above the threshold: the policy moves too far per update)",
     "clip_high": "lower --lr or --epochs, or raise --minibatch-size (a large clipped fraction wastes samples)",
@@ -37,6 +48,7 @@ ADVICE = {
     "entropy_collapse": "raise --entropy-coeff or --std-dev (exploration collapsed)",
     "nan_inf": "lower --lr and check the reward for nan/inf (the run produced non-finite values)",
     "reward_decline": "lower --lr or keep the best checkpoint (reward declining at the end)",
+    "reward_collapse": "lower --lr or --max-grad-norm, and keep the best checkpoint (the reward fell and stayed down)",
 }
 
 
@@ -44,12 +56,19 @@ ADVICE = {
 class Run:
     name: str
     path: Path
-    config: dict
-    summary: RunSummary
+    config: dict | None
+    summary: RunSummary | None
+    status: str = "finished"  # or why the run is not judged
+    improving: str | None = None  # why it had not levelled off, if it had not
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
 
     @property
     def score(self) -> float:
-        return self.summary.final_mean_reward if self.summary.final_mean_reward is not None else float("nan")
+        s = self.summary
+        return s.final_mean_reward if s and s.final_mean_reward is not None else math.nan
 
 
 @dataclass
@@ -59,35 +78,87 @@ class Configuration:
     runs: list[Run] = field(default_factory=list)
 
     @property
+    def judged(self) -> list[Run]:
+        return [r for r in self.runs if r.finished and math.isfinite(r.score)]
+
+    @property
     def scores(self) -> np.ndarray:
-        return np.array([r.score for r in self.runs if np.isfinite(r.score)])
+        return np.array([r.score for r in self.judged])
 
 
-def load_runs(paths: list[tuple[str, Path]]) -> list[Run]:
+def _read_config(path: Path) -> dict:
+    cfg_path = path / "config.yaml"
+    try:
+        cfg = yaml.safe_load(cfg_path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no config.yaml; compare needs ppolab run folders") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UserError(
+            f"{cfg_path}: unreadable ({type(exc).__name__}); restore it from the run's command.txt"
+        ) from None
+    if not isinstance(cfg, dict):
+        raise UserError(f"{cfg_path}: not a mapping of train settings; restore it from the run's command.txt")
+    return cfg
+
+
+def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
+    planned = cfg.get("n_itr")
+    done = summary.iterations if summary else 0
+    if state not in (None, "done"):
+        return f"{state} after {done} of {planned} iterations"
+    if summary is None:
+        return "no completed iteration"
+    if isinstance(planned, int) and done < planned:
+        return f"stopped at iteration {done} of {planned}"
+    return "finished"
+
+
+def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = None) -> list[Run]:
+    """The runs named (control first), each with whether it finished. `states` (a sweep's state.json)
+    may say a run failed or is still running; a planned run without a folder is "not started"."""
     runs = []
     for name, path in paths:
-        cfg_path = path / "config.yaml"
-        if not cfg_path.exists():
-            raise UserError(f"{path}: no config.yaml; compare needs ppolab run folders")
-        summary = summarize(load_run(path))
-        if summary is None:
+        state = (states or {}).get(name)
+        if not (path / "config.yaml").exists() and states is not None:  # a sweep's run not begun (or lost)
+            runs.append(Run(name, path, None, None, "not started" if state in (None, "pending") else state))
             continue
-        runs.append(Run(name, path, yaml.safe_load(cfg_path.read_text()), summary))
-    if not runs:
+        cfg = _read_config(path)
+        summary = (
+            summarize(load_run(path)) if (path / "metrics.jsonl").exists() or (path / "train.log").exists() else None
+        )
+        run = Run(name, path, cfg, summary, _status(cfg, summary, state))
+        if summary:
+            rec = load_run(path)
+            run.improving = still_improving(rec.iterations, rec.evals)
+        runs.append(run)
+    if not any(r.summary for r in runs):
         raise UserError("no run with a completed iteration to compare")
     return runs
 
 
+def _label(name: str) -> str:
+    return name.rsplit("-s", 1)[0] if name.rsplit("-s", 1)[-1].isdigit() else name
+
+
 def group(runs: list[Run]) -> list[Configuration]:
+    """Configurations in the order of their first run; runs without a config join theirs by name."""
     configs: dict[str, Configuration] = {}
     for run in runs:
+        if run.config is None:
+            continue
         params = {k: v for k, v in run.config.items() if k not in NOT_HYPERPARAMETERS}
         key = yaml.safe_dump(params, sort_keys=True)
-        if key not in configs:
-            label = run.name.rsplit("-s", 1)[0] if run.name.rsplit("-s", 1)[-1].isdigit() else run.name
-            configs[key] = Configuration(label, params)
-        configs[key].runs.append(run)
-    return list(configs.values())
+        configs.setdefault(key, Configuration(_label(run.name), params)).runs.append(run)
+    by_label = {c.label: c for c in configs.values()}
+    out = list(configs.values())
+    for run in runs:
+        if run.config is None:
+            c = by_label.get(_label(run.name))
+            if c is None:
+                c = by_label[_label(run.name)] = Configuration(_label(run.name), {})
+                out.append(c)
+            c.runs.append(run)
+    return out
 
 
 def diffs(params: dict, control: dict) -> dict:
@@ -104,170 +175,311 @@ def table(runs: list[Run], control: dict) -> str:
         "|-----|--------------|------------------|-----------|---------|----------------------|",
     ]
     for r in runs:
-        params = {k: v for k, v in r.config.items() if k not in NOT_HYPERPARAMETERS}
+        s = r.summary
+        params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
         d = ", ".join(f"{k}={v}" for k, v in diffs(params, control).items()) or "(control)"
-        stable = "yes" if r.summary.stable else "no: " + ", ".join(a["rule"] for a in r.summary.anomalies)
-        peak_iter = "-" if r.summary.peak_eval_iteration is None else str(r.summary.peak_eval_iteration)
-        lines.append(
-            f"| {r.name} | {_fmt(r.summary.final_mean_reward)} | {_fmt(r.summary.peak_eval_reward)} | "
-            f"{peak_iter} | {stable} | {d} |"
-        )
+        stable = "-" if s is None else "yes" if s.stable else "no: " + ", ".join(a["rule"] for a in s.anomalies)
+        name = r.name if r.finished else f"{r.name} ({r.status}: not judged)"
+        peak_iter = "-" if s is None or s.peak_eval_iteration is None else str(s.peak_eval_iteration)
+        final = _fmt(s.final_mean_reward) if s else "-"
+        peak = _fmt(s.peak_eval_reward) if s else "-"
+        lines.append(f"| {name} | {final} | {peak} | {peak_iter} | {stable} | {d} |")
     return "\n".join(lines)
 
 
-def seed_statistics(configs: list[Configuration]) -> tuple[str, list[str], list[int]]:
-    """The per-configuration table, the significance statements against the control, and the seeds
-    each non-significant comparison would need."""
+@dataclass
+class Test:
+    """One treatment against the control: Welch's test, Holm-adjusted, and TOST against the margin."""
+
+    config: Configuration
+    diff: Difference
+    p_holm: float
+    p_tost: float
+
+    @property
+    def significant(self) -> bool:
+        return self.diff.testable and self.p_holm < ALPHA
+
+    @property
+    def equivalent(self) -> bool:
+        return self.p_tost < ALPHA
+
+
+def min_effect(configs: list[Configuration], given: float | None) -> tuple[float, str]:
+    """The smallest effect of interest and where it comes from."""
+    if given is not None:
+        return given, f"{given:g} (metadata.min_effect)"
+    control = configs[0].scores
+    if len(control) and control.mean() != 0:
+        value = DEFAULT_MIN_EFFECT * abs(float(control.mean()))
+        return value, f"{value:.1f} (default: {DEFAULT_MIN_EFFECT:.0%} of the control's mean; set metadata.min_effect)"
+    sd = pooled_sd([c.scores for c in configs])
+    value = 0.5 * sd if math.isfinite(sd) and sd > 0 else 1.0
+    return value, f"{value:.1f} (default: half the seed-to-seed sd; set metadata.min_effect)"
+
+
+def tests(configs: list[Configuration], margin: float) -> list[Test]:
+    control = configs[0]
+    treated = [c for c in configs[1:] if len(c.scores)]
+    diffs_ = [welch(c.scores, control.scores) for c in treated]
+    adjusted = holm([d.p for d in diffs_]) if diffs_ else []
+    return [Test(c, d, p, tost_p(d, margin)) for c, d, p in zip(treated, diffs_, adjusted)]
+
+
+def missing_seeds(configs: list[Configuration]) -> list[str]:
+    """What keeps the verdict from deciding: configurations with fewer finished seeds than planned."""
+    out = []
+    for c in configs:
+        pending = [r for r in c.runs if not r.finished]
+        if pending or len(c.judged) < MIN_SEEDS:
+            why = "; ".join(f"{r.name}: {r.status}" for r in pending) or f"fewer than {MIN_SEEDS} seeds"
+            out.append(f"{c.label} has {len(c.judged)} of {len(c.runs)} planned seeds finished ({why})")
+    return out
+
+
+def describe_test(t: Test, control: Configuration, margin_text: str, k: int) -> str:
+    d, c = t.diff, t.config
+    n = f"{len(c.scores)} vs {len(control.scores)} seeds"
+    if not d.testable:
+        return f"*Estimate:* {c.label} vs {control.label}: {d.value:+.1f} final reward ({n}: too few seeds to test)."
+    ci = f"95% CI [{d.low:+.1f}, {d.high:+.1f}]"
+    ps = f"Welch t, p = {d.p:.3g}" + (f", Holm-adjusted p = {t.p_holm:.3g} over {k} comparisons" if k > 1 else "")
+    if t.significant:
+        word = "better" if d.value > 0 else "worse"
+        return (
+            f"**Significant:** {c.label} is {word} than {control.label} by {d.value:+.1f} final reward "
+            f"({ci}; {ps}; {n})."
+        )
+    if t.equivalent:
+        return (
+            f"**Equivalent:** {c.label} and {control.label} differ by {d.value:+.1f} ({ci}; {n}); TOST shows the "
+            f"difference is within +-{margin_text} (p = {t.p_tost:.3g})."
+        )
+    return (
+        f"**Inconclusive:** {c.label} vs {control.label}: {d.value:+.1f} final reward, not significant ({ci}; {ps}; "
+        f"{n}). Not significant is not equal: the data rule out only that {c.label} is more than "
+        f"{d.high:+.1f} better or more than {-d.low:.1f} worse."
+    )
+
+
+def seed_statistics(configs: list[Configuration], margin: float, margin_text: str) -> tuple[str, list[str]]:
+    """The per-configuration table and one statement per treatment against the control."""
     control = configs[0]
     lines = [
-        "| Configuration | Seeds | Mean [95% CI] | IQM [95% CI] | P(better than control) [95% CI] |",
-        "|---------------|-------|---------------|--------------|----------------------------------|",
+        "| Configuration | Finished seeds | Mean [95% t CI] | IQM | P(better than control) |",
+        "|---------------|----------------|-----------------|-----|------------------------|",
     ]
-    statements, needs = [], []
     for c in configs:
         x = c.scores
         if len(x) == 0:
+            lines.append(f"| {c.label} | 0 of {len(c.runs)} | - | - | - |")
             continue
-        mean, mid = bootstrap_ci(x, lambda a: float(a.mean())), bootstrap_ci(x, iqm)
         poi = prob_improvement_ci(x, control.scores) if c is not control and len(control.scores) else None
-        if len(x) >= MIN_SEEDS:
-            cells = [mean.fmt(), mid.fmt(), poi.fmt(2) if poi else "-"]
-        else:  # too few seeds for an interval to mean anything
-            cells = [
-                f"{mean.value:.1f} (n<{MIN_SEEDS})",
-                f"{mid.value:.1f} (n<{MIN_SEEDS})",
-                f"{poi.value:.2f} (n<{MIN_SEEDS})" if poi else "-",
-            ]
-        lines.append(f"| {c.label} | {len(x)} | " + " | ".join(cells) + " |")
-        if c is control or len(control.scores) == 0:
-            continue
-        d = mean_difference_ci(x, control.scores)
-        if d.low > 0 or d.high < 0:
-            word = "better" if d.value > 0 else "worse"
-            statements.append(
-                f"{c.label} is {word} than {control.label} by {d.value:+.1f} final reward "
-                f"(95% CI [{d.low:.1f}, {d.high:.1f}], {len(x)} vs {len(control.scores)} seeds)."
-            )
-        else:
-            need = seeds_needed(x, control.scores)
-            if need and need <= MAX_PRACTICAL_SEEDS:
-                needs.append(need)
-                more = f" About {need} seeds per configuration would detect a difference of this size (80% power)."
-            elif need:
-                more = (
-                    " A difference this small next to the seed-to-seed spread would take more than "
-                    f"{MAX_PRACTICAL_SEEDS} seeds to detect: treat the two as equivalent."
-                )
-            else:
-                more = " Run more seeds."
-            ci = (
-                f"95% CI [{d.low:.1f}, {d.high:.1f}]"
-                if np.isfinite(d.low)
-                else f"fewer than {MIN_SEEDS} seeds a side: no interval"
-            )
-            statements.append(
-                f"{c.label} vs {control.label}: {d.value:+.1f} final reward, not significant with "
-                f"{len(x)} vs {len(control.scores)} seeds ({ci}).{more}"
-            )
-    return "\n".join(lines), statements, needs
+        cells = [mean_ci(x).fmt(), bootstrap_ci(x, iqm).fmt(), poi.fmt(2) if poi else "-"]
+        lines.append(f"| {c.label} | {len(x)} of {len(c.runs)} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Means: Student t intervals. IQM and P(better): percentile-bootstrap intervals from {BOOTSTRAP_MIN_SEEDS} "
+        "seeds a side; with fewer, a bootstrap is far too narrow, and the value is an estimate only.",
+    ]
+    ts = tests(configs, margin)
+    return "\n".join(lines), [describe_test(t, control, margin_text, len(ts)) for t in ts]
 
 
 def parameter_effects(configs: list[Configuration]) -> list[tuple[str, dict, float]]:
-    """For each parameter that varies: mean final reward per value, and the spread (the effect)."""
+    """For each parameter that varies: mean final reward per value (estimates), and their spread."""
+
+    def hashable(v):
+        return tuple(v) if isinstance(v, list) else v
+
     keys = sorted({k for c in configs for k in c.params if len({str(x.params.get(k)) for x in configs}) > 1})
     effects = []
     for k in keys:
         by_value: dict = {}
         for c in configs:
-            by_value.setdefault(c.params.get(k), []).extend(c.scores.tolist())
+            by_value.setdefault(hashable(c.params.get(k)), []).extend(c.scores.tolist())
         means = {v: float(np.mean(s)) for v, s in by_value.items() if s}
         if len(means) > 1:
             effects.append((k, means, max(means.values()) - min(means.values())))
     return sorted(effects, key=lambda e: -e[2])
 
 
-def recommendations(configs: list[Configuration], effects, statements_needing_seeds: list[int]) -> list[str]:
-    recs = []
-    seen: set[str] = set()
-    for c in configs:
-        for r in c.runs:
-            for a in r.summary.anomalies:
-                if a["rule"] in seen:
-                    continue
+def fps_spread(runs: list[Run]) -> str | None:
+    """A warning when the judged runs' throughput differs by more than FPS_SPREAD (another load on the machine)."""
+    fps = [r.summary.fps for r in runs if r.finished and r.summary and math.isfinite(r.summary.fps)]
+    if len(fps) < 2 or min(fps) <= 0 or max(fps) / min(fps) <= 1 + FPS_SPREAD:
+        return None
+    return (
+        f"Throughput differed by {max(fps) / min(fps) - 1:.0%} between runs ({min(fps):,.0f} to {max(fps):,.0f} env "
+        "steps/s): wall-time comparisons reflect the machine's load as much as the configurations."
+    )
+
+
+def _anomaly_advice(runs: list[Run]) -> list[str]:
+    recs, seen = [], set()
+    for r in runs:
+        for a in r.summary.anomalies if r.summary else []:
+            if a["rule"] not in seen:
                 seen.add(a["rule"])
                 recs.append(
                     f"{ADVICE[a['rule']]}: {r.name} shows {a['rule']} "
                     f"({a['count']} iterations from {a['first_iteration']})."
                 )
-    for k, means, _ in effects:
-        numeric = {v: m for v, m in means.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if len(numeric) >= 2:
-            best = max(numeric, key=numeric.get)
-            if best in (min(numeric), max(numeric)):
-                side = "above" if best == max(numeric) else "below"
-                recs.append(
-                    f"extend the range of {k} {side} {best}: the best value tried is at the edge "
-                    f"(mean final reward {numeric[best]:.1f})."
-                )
-    if statements_needing_seeds:
-        recs.append(
-            f"run about {max(statements_needing_seeds)} seeds per configuration: with the seeds at hand "
-            "the differences are within noise."
-        )
     return recs
 
 
-def compare(runs: list[Run]) -> str:
+def _edge_advice(configs: list[Configuration], ts: list[Test]) -> list[str]:
+    """Extend a range only where its edge value is significantly better than the control."""
+    winners = {id(t.config) for t in ts if t.significant and t.diff.value > 0}
+    recs = []
+    for k, means, _ in parameter_effects(configs):
+        numeric = {v: m for v, m in means.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if len(numeric) < 2:
+            continue
+        best = max(numeric, key=numeric.get)
+        at_edge = best in (min(numeric), max(numeric))
+        if at_edge and any(id(c) in winners for c in configs if c.params.get(k) == best):
+            side = "above" if best == max(numeric) else "below"
+            recs.append(
+                f"extend the range of {k} {side} {best}: the best value tried is at the edge and significantly "
+                "better than the control."
+            )
+    return recs
+
+
+def _seed_advice(configs: list[Configuration], ts: list[Test], margin: float, margin_text: str) -> list[str]:
+    undecided = [t for t in ts if not t.significant and not t.equivalent]
+    if not undecided:
+        return []
+    sd = pooled_sd([c.scores for c in configs])
+    have = max(len(c.scores) for c in configs)
+    if not math.isfinite(sd):
+        return [f"run at least {MIN_SEEDS} seeds per configuration: with fewer no test can decide."]
+    n = seeds_for_power(margin, sd, have)
+    assumption = (
+        f"to detect a difference of {margin_text} with 80% power (two-sided t test at 5%), assuming the "
+        f"seed-to-seed sd of {sd:.1f} seen here"
+    )
+    if n is None:
+        return [f"more than 1000 seeds per configuration would be needed {assumption}: test a larger effect."]
+    return [f"run about {n} seeds per configuration {assumption} (this sweep ran {have})."]
+
+
+def recommendations(configs, runs, ts, margin, margin_text) -> list[str]:
+    judged = [r for c in configs for r in c.judged]
+    recs = _anomaly_advice(judged)
+    improving = [r for r in judged if r.improving]
+    if improving:
+        recs.append(
+            f"raise n_itr: {len(improving)} of {len(judged)} finished runs had not levelled off "
+            f"({improving[0].name}: {improving[0].improving}), so the comparison is of curves still climbing."
+        )
+    return recs + _edge_advice(configs, ts) + _seed_advice(configs, ts, margin, margin_text)
+
+
+def _best(configs: list[Configuration], ts: list[Test]) -> str | None:
+    control = configs[0]
+    winners = [t for t in ts if t.significant and t.diff.value > 0]
+    if winners:
+        t = max(winners, key=lambda t: t.diff.value)
+        why = ", ".join(f"{k}={v}" for k, v in diffs(t.config.params, control.params).items())
+        return (
+            f"**Decided:** best configuration: **{t.config.label}**, significantly better than {control.label} "
+            f"by {t.diff.value:+.1f} final reward. What it changes: {why}."
+        )
+    scored = [c for c in configs if len(c.scores)]
+    if len(scored) < 2:
+        return None
+    top = max(scored, key=lambda c: c.scores.mean())
+    return (
+        f"*Estimate:* the highest mean final reward is {top.label}'s ({top.scores.mean():.1f} over "
+        f"{len(top.scores)} seeds); no configuration differs significantly from the control, so this ranks noise "
+        "as much as configurations and decides nothing."
+    )
+
+
+def compare(runs: list[Run], min_effect_value: float | None = None) -> str:
     configs = group(runs)
     control = configs[0]
+    margin, margin_text = min_effect(configs, min_effect_value)
+    ts = tests(configs, margin)
     out = ["## Comparison", "", table(runs, control.params), "", "## Analysis", ""]
-    ranked = sorted(configs, key=lambda c: -(c.scores.mean() if len(c.scores) else -np.inf))
-    best = ranked[0]
-    if len(configs) > 1 and best is control:
-        out.append(
-            f"- Best configuration: **{best.label}**, the control itself (mean final reward "
-            f"{best.scores.mean():.1f} over {len(best.scores)} seed(s)): no change tried here improved on it."
-        )
-    elif len(configs) > 1:
-        why = ", ".join(f"{k}={v}" for k, v in diffs(best.params, control.params).items())
-        out.append(
-            f"- Best configuration: **{best.label}**, mean final reward {best.scores.mean():.1f} over "
-            f"{len(best.scores)} seed(s) against {control.scores.mean():.1f} for the control "
-            f"({control.label}). What it changes: {why}."
-        )
-    effects = parameter_effects(configs)
-    for k, means, spread in effects:
+    judged = [r for c in configs for r in c.judged]
+    out.append(f"- Judged: {len(judged)} of {len(runs)} runs, the finished ones.")
+    for r in runs:
+        if not r.finished:
+            out.append(f"- Not judged: {r.name}: {r.status}. Kept out of every statistic below.")
+    best = _best(configs, ts)
+    if best:
+        out.append(f"- {best}")
+    for k, means, spread in parameter_effects(configs):
         per = ", ".join(f"{v}: {m:.1f}" for v, m in sorted(means.items(), key=lambda kv: str(kv[0])))
-        out.append(f"- Effect of {k}: {spread:.1f} final reward between its values ({per}).")
-    unstable = [r for r in runs if not r.summary.stable]
-    if unstable:
-        for r in unstable:
-            found = "; ".join(
-                f"{a['rule']} x{a['count']} from iteration {a['first_iteration']}" for a in r.summary.anomalies
-            )
-            out.append(f"- Unstable: {r.name}: {found}.")
-    else:
-        out.append("- Every run was stable (no anomaly rule fired).")
-    stats_table, statements, needs = seed_statistics(configs)
+        out.append(f"- *Estimate:* mean final reward by {k}: {per} (spread {spread:.1f}).")
+    unstable = [r for r in judged if not r.summary.stable]
+    for r in unstable:
+        found = "; ".join(
+            f"{a['rule']} x{a['count']} from iteration {a['first_iteration']}" for a in r.summary.anomalies
+        )
+        out.append(f"- Unstable: {r.name}: {found}.")
+    if judged and not unstable:
+        out.append("- Every finished run was stable (no anomaly rule fired).")
+    for r in judged:
+        if r.improving:
+            out.append(f"- Still improving at the end: {r.name}: {r.improving}.")
+    warning = fps_spread(runs)
+    if warning:
+        out.append(f"- {warning}")
+    stats_table, statements = seed_statistics(configs, margin, margin_text)
     out += ["", "### Across seeds", "", stats_table, ""]
     out += [f"- {s}" for s in statements]
-    recs = recommendations(configs, effects, needs)
+    out.append(f"- Smallest effect of interest: {margin_text}.")
+    recs = recommendations(configs, runs, ts, margin, margin_text)
     out += ["", "### Recommendations", ""]
-    out += [f"- {r}" for r in recs] if recs else ["- No anomaly and no edge effect: the plan can stand as it is."]
+    out += [f"- {r}" for r in recs] if recs else ["- None: no anomaly, every run levelled off, and every test decided."]
     return "\n".join(out)
 
 
-def verdict(runs: list[Run]) -> tuple[str, str]:
-    """Supported if a treatment beats the control significantly, refuted if all are significantly not better."""
+def verdict(runs: list[Run], min_effect_value: float | None = None) -> tuple[str, str]:
+    """Supported if a treatment beats the control significantly (Holm across treatments), refuted if every
+    treatment is significantly worse, else inconclusive; never decided with planned seeds unfinished."""
     configs = group(runs)
     control, treatments = configs[0], configs[1:]
-    if not treatments or len(control.scores) == 0:
+    if not treatments:
         return "inconclusive", "no treatment to compare with the control"
-    intervals = [(c, mean_difference_ci(c.scores, control.scores)) for c in treatments if len(c.scores)]
-    better = [(c, d) for c, d in intervals if d.low > 0]
+    missing = missing_seeds(configs)
+    if missing:
+        return "inconclusive", "not decided, runs are missing: " + "; ".join(missing)
+    margin, margin_text = min_effect(configs, min_effect_value)
+    ts = tests(configs, margin)
+    k = f"{len(ts)} comparison{'s' if len(ts) > 1 else ''}" + (", Holm-corrected" if len(ts) > 1 else "")
+    better = [t for t in ts if t.significant and t.diff.value > 0]
     if better:
-        c, d = max(better, key=lambda cd: cd[1].value)
-        return "supported", f"{c.label} beats {control.label} by {d.value:+.1f} (95% CI [{d.low:.1f}, {d.high:.1f}])"
-    if intervals and all(d.high < 0 for _, d in intervals):
-        return "refuted", "every treatment is significantly worse than the control"
-    return "inconclusive", "no treatment differs significantly from the control with the seeds at hand"
+        t = max(better, key=lambda t: t.diff.value)
+        d = t.diff
+        result, why = (
+            "supported",
+            (
+                f"{t.config.label} beats {control.label} by {d.value:+.1f} (95% CI [{d.low:+.1f}, {d.high:+.1f}], "
+                f"p = {t.p_holm:.3g}; {k})"
+            ),
+        )
+    elif all(t.significant and t.diff.value < 0 for t in ts):
+        result, why = "refuted", f"every treatment is significantly worse than the control ({k})"
+    elif all(t.equivalent for t in ts):
+        result, why = (
+            "inconclusive",
+            (f"no treatment improves on the control: each is equivalent to it within +-{margin_text} (TOST; {k})"),
+        )
+    else:
+        result, why = (
+            "inconclusive",
+            f"no treatment differs significantly from the control with the seeds at hand ({k})",
+        )
+    judged = [r for c in configs for r in c.judged]
+    improving = [r for r in judged if r.improving]
+    if improving and 2 * len(improving) >= len(judged):
+        why += (
+            f". Compared at a budget where the runs had not levelled off ({len(improving)} of {len(judged)} still "
+            "improving): raise n_itr before relying on it"
+        )
+    return result, why

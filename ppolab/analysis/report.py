@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from ppolab.analysis.anomalies import Thresholds
-from ppolab.analysis.compare import Configuration, compare, group, load_runs, verdict
+from ppolab.analysis.compare import Configuration, compare, fps_spread, group, load_runs, verdict
 from ppolab.analysis.parse import load_run
 from ppolab.experiments.display import plan_table
 from ppolab.experiments.plan import expand
 from ppolab.experiments.spec import load_sweep
+from ppolab.experiments.state import SweepState
 from ppolab.ppo.run_files import atomic_write_text
 
 TRACKER = "experiment-tracker.md"
@@ -30,7 +31,7 @@ TRACKER = "experiment-tracker.md"
 def _curves(config: Configuration, key: str, x_key: str = "iteration", evals: bool = False):
     """Per-seed series interpolated on a common x grid: (x, mean, low, high)."""
     series = []
-    for run in config.runs:
+    for run in config.judged:
         rec = load_run(run.path)
         rows = rec.evals if evals else rec.iterations
         if evals:
@@ -48,7 +49,16 @@ def _curves(config: Configuration, key: str, x_key: str = "iteration", evals: bo
     return grid, ys.mean(0), ys.min(0), ys.max(0)
 
 
-def plot(configs: list[Configuration], out_dir: Path, th: Thresholds) -> list[str]:
+def run_states(sweep_dir: Path) -> dict[str, str]:
+    """Each run's state from state.json ({} when there is none yet or it cannot be read)."""
+    state = SweepState.read(sweep_dir)
+    try:
+        return {name: state.effective_state(name) for name in state.runs} if state else {}
+    except (KeyError, TypeError, AttributeError):  # a damaged state.json: judge by the run folders alone
+        return {}
+
+
+def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warning: str | None = None) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,7 +73,7 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds) -> list[st
             return
         x, m, lo, hi = curve
         color = colors[i % len(colors)]
-        ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.runs)})")
+        ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.judged)})")
         ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
@@ -72,6 +82,8 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds) -> list[st
         band(axes[1], c, i, _curves(c, "mean_eprew", x_key="total_time"))
     axes[0].set(xlabel="iteration", ylabel="mean episode reward (training)", title="Learning curve")
     axes[1].set(xlabel="wall time (s)", ylabel="mean episode reward (training)", title="Against wall time")
+    if fps_warning:  # the machine's load differed between runs: say so on the plot itself
+        axes[1].set_title("Against wall time (throughput differed between runs: confounded by machine load)")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
@@ -113,21 +125,17 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
     th = th or Thresholds()
     spec = load_sweep(sweep_dir)
     planned = expand(spec, sweep_dir)
-    present = [
-        (p.name, sweep_dir / "runs" / p.name)
-        for p in planned
-        if (sweep_dir / "runs" / p.name / "metrics.jsonl").exists()
-    ]
-    runs = load_runs(present)
+    runs = load_runs([(p.name, sweep_dir / "runs" / p.name) for p in planned], run_states(sweep_dir))
     configs = group(runs)
-    result, why = verdict(runs)
-    images = plot(configs, sweep_dir / "plots", th)
     m = spec.metadata
+    result, why = verdict(runs, m.min_effect)
+    images = plot(configs, sweep_dir / "plots", th, fps_spread(runs))
     today = dt.date.today().isoformat()
+    finished = sum(r.finished for r in runs)
     lines = [
         f"# {m.name}: results",
         "",
-        f"Written {today} by `ppolab report` from {len(runs)} of {len(planned)} planned runs.",
+        f"Written {today} by `ppolab report` from {finished} finished of {len(planned)} planned runs.",
         "",
         f"**Hypothesis.** {m.hypothesis or '(none given)'}",
         "",
@@ -140,12 +148,12 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
         "",
         plan_table(planned),
         "",
-        compare(runs),
+        compare(runs, m.min_effect),
         "",
         "## Plots",
         "",
-        "Lines: mean across a configuration's seeds; shaded: from the lowest to the highest seed. Dashed red:"
-        " the anomaly thresholds.",
+        "Lines: mean across a configuration's finished seeds; shaded: from the lowest to the highest seed (a "
+        "range, not a confidence interval). Dashed red: the anomaly thresholds.",
         "",
         *[f"![{name}](plots/{name})" for name in images],
         "",

@@ -198,10 +198,18 @@ def _add_compare_report(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="compare runs: table, analysis, seed statistics",
         description="Compare a sweep's runs, or the run folders given: a table, then an analysis computed "
-        "from their configs and metrics (best run, effect per parameter, instability, mean and IQM across "
-        "seeds with 95%% intervals, probability of improvement, recommendations).",
+        "from their configs and metrics. Only finished runs are judged. Welch t tests against the control "
+        "(Holm-corrected across treatments), TOST for equivalence, t intervals for means, bootstrap intervals "
+        "for IQM and P(better) from 10 seeds, instability, runs still improving, and recommendations.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a sweep folder, or run folders (control first)")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        metavar="X",
+        help="smallest difference in final reward worth finding, for the power and equivalence tests "
+        "(default: the sweep's metadata.min_effect, else 10%% of the control's mean)",
+    )
     p = sub.add_parser(
         "report",
         help="write results.md and plots for a sweep",
@@ -428,23 +436,25 @@ def run_analyze(ns: argparse.Namespace) -> int:
 
 
 def run_compare(ns: argparse.Namespace) -> int:
-    from ppolab.analysis.analyze import run_paths
     from ppolab.analysis.compare import compare, load_runs
 
     paths = [Path(p) for p in ns.paths]
     for p in paths:
         if not p.exists():
             raise UserError(f"{p}: no such folder")
+    min_effect, states = ns.min_effect, None
     if len(paths) == 1 and (paths[0] / "sweep.yaml").exists():
+        from ppolab.analysis.report import run_states
         from ppolab.experiments.plan import expand
         from ppolab.experiments.spec import load_sweep
 
-        order = [p.name for p in expand(load_sweep(paths[0]), paths[0])]
-        found = dict(run_paths(paths[0]))
-        named = [(n, found[n]) for n in order if n in found]
+        spec = load_sweep(paths[0])
+        named = [(p.name, paths[0] / "runs" / p.name) for p in expand(spec, paths[0])]
+        states = run_states(paths[0])
+        min_effect = min_effect if min_effect is not None else spec.metadata.min_effect
     else:
         named = [(p.name, p) for p in paths]
-    print(compare(load_runs(named)))
+    print(compare(load_runs(named, states), min_effect))
     return 0
 
 

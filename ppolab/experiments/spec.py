@@ -40,6 +40,9 @@ class Metadata(BaseModel):
     description: str = ""
     hypothesis: str = ""
     experiment_tag_prefix: str = ""
+    min_effect: float | None = Field(
+        None, gt=0, description="smallest difference in final reward worth finding (power and equivalence tests)"
+    )
 
 
 class Resources(BaseModel):

@@ -1,0 +1,90 @@
+"""Synthetic runs of known truth, never trained: to measure what `compare` and the verdict conclude.
+
+A run learns linearly over the first half of its iterations, then holds its score
+exactly (no noise, so no anomaly fires and nothing looks still improving); its
+final reward is that score. `stop_at` cuts a run short, as a crash or a timeout would.
+`write_sweep` puts such runs on disk as a sweep folder (sweep.yaml, state.json, run
+folders) for the commands themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from ppolab.analysis.anomalies import still_improving
+from ppolab.analysis.compare import Run, _status
+from ppolab.analysis.parse import RunRecords
+from ppolab.analysis.summary import summarize
+
+
+def records(
+    score: float, n_itr: int, stop_at: int | None = None, eval_freq: int = 10, climbing: bool = False, fps: float = 1e4
+) -> RunRecords:
+    """A run's metrics; `climbing`: it learns until its last iteration instead of levelling off halfway."""
+    last = n_itr if stop_at is None else stop_at
+    rows, evals = [], []
+    for i in range(last):
+        reward = score * min(1.0, (1.0 if climbing else 2.0) * (i + 1) / n_itr)
+        rows.append({
+            "type": "iteration", "iteration": i, "mean_eprew": reward, "mean_eplen": 400.0, "actor_loss": -0.01,
+            "critic_loss": 1.0, "kl": 0.01, "entropy": -0.5, "clip_fraction": 0.1, "noise_std": 0.2,
+            "total_steps": 1000 * (i + 1), "total_time": 1000 * (i + 1) / fps,
+        })  # fmt: skip
+        if i % eval_freq == 0 or i == n_itr - 1:
+            evals.append({"type": "eval", "iteration": i, "reward": reward, "length": 400.0})
+    return RunRecords(source="synthetic", iterations=rows, evals=evals)
+
+
+def run(name: str, score: float, params: dict, n_itr: int = 100, stop_at: int | None = None, **kw) -> Run:
+    """An in-memory run, as `compare.load_runs` would have read it (`kw`: see `records`)."""
+    rec = records(score, n_itr, stop_at, **kw)
+    config = {"env": "cartpole", "n_itr": n_itr, **params}
+    summary = summarize(rec)
+    out = Run(name, Path("synthetic") / name, config, summary, _status(config, summary, None))
+    out.improving = still_improving(rec.iterations, rec.evals)
+    return out
+
+
+def sweep(scores: dict[str, list[float]], param: str = "lr", n_itr: int = 100) -> list[Run]:
+    """Runs of several configurations, the first the control: `scores[label]` holds one score per seed."""
+    runs = []
+    for k, (label, seeds) in enumerate(scores.items()):
+        for s, score in enumerate(seeds, start=1):
+            runs.append(run(f"{label}-s{s}", score, {param: 1e-3 * (k + 1), "seed": s}, n_itr))
+    return runs
+
+
+def write_sweep(
+    folder: Path,
+    configs: dict[str, dict],
+    seeds: list[int],
+    scores: dict[str, list[float]],
+    n_itr: int = 100,
+    stopped: dict[str, int] | None = None,
+    min_effect: float | None = None,
+) -> None:
+    """A sweep folder whose runs score as given; `stopped[run name]`: the iteration that run was cut at."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"name": folder.name, "hypothesis": "the treatment raises the final reward"}
+    if min_effect is not None:
+        meta["min_effect"] = min_effect
+    runs = {chr(65 + k): {"name": label, "config": cfg} for k, (label, cfg) in enumerate(configs.items())}
+    spec = {"metadata": meta, "defaults": {"env": "cartpole", "n_itr": n_itr}, "seeds": seeds, "runs": runs}
+    (folder / "sweep.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    state = {"sweep": folder.name, "updated": "2026-11-30T00:00:00+00:00", "runner_pid": None, "runs": {}}
+    for label, cfg in configs.items():
+        for seed, score in zip(seeds, scores[label]):
+            name = f"{label}-s{seed}"
+            stop = (stopped or {}).get(name)
+            run_dir = folder / "runs" / name
+            run_dir.mkdir(parents=True, exist_ok=True)
+            config = {"env": "cartpole", "n_itr": n_itr, **cfg, "seed": seed, "run_name": name}
+            (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+            rec = records(score, n_itr, stop)
+            lines = [json.dumps(r) for r in rec.iterations + rec.evals]
+            (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+            state["runs"][name] = {"state": "done" if stop is None else "interrupted", "run_dir": f"runs/{name}"}
+    (folder / "state.json").write_text(json.dumps(state, indent=2))
