@@ -8,9 +8,14 @@ show the result.
 
     python benchmarks/humanoid_learning.py --env h1 [--n-itr 300] [--seed 1] [--logdir DIR]
 
-For jvrc_walk it also checks for a gait, since a policy can earn much of the reward by
-standing: 8 envs held in the forward mode at 0.4 m/s for 10 s with the trained policy
-(mean action), reporting the distance walked and the touchdowns of each foot.
+Then the behaviour checks (ppolab/ppo/behaviour.py), since a policy can earn much of the
+walking reward standing: jvrc_walk walks (0.3 m/s for 10 s: all 8 envs up, >= 80% of the
+distance, >= 8 alternating touchdowns per foot), stands (drift < 0.1 m) and turns in place;
+h1 stands 10 s under pushes. `--check PATH` runs only the checks on a policy (a run folder or
+pretrained/ENV); `--curve` adds the walk check of every saved checkpoint against wall time.
+
+    python benchmarks/humanoid_learning.py --env jvrc_walk          # trains to the preset's n_itr, resumable
+    python benchmarks/humanoid_learning.py --env jvrc_walk --check pretrained/jvrc_walk
 """
 
 from __future__ import annotations
@@ -32,7 +37,14 @@ def main() -> None:
     ap.add_argument("--n-itr", type=int, help="iterations in all (default: the preset's); a resumed run goes on to it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--logdir", default="benchmarks/runs")
+    ap.add_argument(
+        "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
+    )
+    ap.add_argument("--curve", action="store_true", help="jvrc_walk: the walk check of every checkpoint vs wall time")
     args = ap.parse_args()
+    if args.check:
+        print(json.dumps(checks(args.env, Path(args.check)), indent=2))
+        return
     run_name = f"{args.env}-learning-s{args.seed}"
     run_dir = Path(args.logdir) / run_name
     n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
@@ -60,49 +72,37 @@ def main() -> None:
         "evals": [(e["iteration"], round(e["reward"], 1), e["length"]) for e in evals],
         "command": " ".join(cmd[2:]),
     }
-    if args.env == "jvrc_walk":
-        summary["gait"] = gait_check(run_dir)
+    summary["checks"] = checks(args.env, run_dir)
+    if args.env == "jvrc_walk" and args.curve:
+        summary["walk_curve"] = walk_curve(run_dir, rows)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot(iters, evals, RESULTS / f"{args.env}_learning.png", args.env)
     print(json.dumps(summary, indent=2))
 
 
-def gait_check(run_dir: Path, speed: float = 0.4, steps: int = 400, n: int = 8) -> dict:
-    """Forward distance and foot touchdowns of the trained policy under a held forward command."""
-    import numpy as np
+def checks(env: str, path: Path) -> dict:
+    """The behaviour checks of the env's policy at `path` (a run folder, a pretrained folder or an actor file)."""
+    from ppolab.ppo import behaviour
 
-    from ppolab.envs import make_env
-    from ppolab.ppo.playback import load_actor
-    from ppolab.ppo.policy import sampling_params
-    from ppolab.ppo.rollout import EVAL_STREAM, slot_rng
-    from ppolab.ppo.sampling_policy import SamplingPolicy
+    if env == "jvrc_walk":
+        return {"walk": behaviour.walk(path), "stand": behaviour.stand(path), "turn": behaviour.turn(path)}
+    if env == "h1":
+        return {"push": behaviour.push(path)}
+    return {}
 
-    actor, _ = load_actor(run_dir)
-    policy = SamplingPolicy(sampling_params(actor))
-    env = make_env("jvrc_walk", n)
-    for i in range(n):
-        env.reset_one(i, slot_rng(0, EVAL_STREAM, 0, i))
-    start = env.batch.qpos[:, 0].copy()
-    alive = np.ones(n, bool)
-    on_ground = []
-    obs = None
-    for _ in range(steps):
-        env.mode[:] = 2  # forward, straight, held for the whole episode
-        env.command[:] = [0.0, speed, 0.0]
-        obs = env.observe() if obs is None else obs
-        obs, _, terminated = env.step(policy(obs))
-        alive &= ~terminated
-        on_ground.append(env.batch.sensors[:, 0:2] > 0.05 * env.weight)  # right, left
-    contact = np.array(on_ground, dtype=int)  # steps, envs, feet
-    touchdowns = (np.diff(contact, axis=0) == 1).sum(axis=0)  # envs, feet
-    return {
-        "command_vx": speed,
-        "seconds": steps * env.cfg.control_dt,
-        "still_up": int(alive.sum()),
-        "distance_m": round(float(np.mean(env.batch.qpos[:, 0] - start)), 2),
-        "touchdowns_per_foot": round(float(touchdowns.mean()), 1),
-    }
+
+def walk_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
+    """The walk check's score of every saved actor_<itr>.pt against the wall time of its iteration."""
+    from ppolab.ppo import behaviour
+
+    times = {r["iteration"]: r["total_time"] for r in rows if r["type"] == "iteration"}
+    curve = []
+    for path in sorted(run_dir.glob("actor_*.pt"), key=lambda p: int(p.stem.split("_")[1])):
+        itr = int(path.stem.split("_")[1])
+        result = behaviour.walk(path)
+        curve.append({"iteration": itr, "wall_s": times.get(itr), "score": result["score"], "passed": result["passed"]})
+    return curve
 
 
 def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:

@@ -278,3 +278,21 @@ def test_the_mirror_of_a_walking_state_observes_as_the_mirrored_observation():
         here = tb.datas[0].geom_xpos[m.geom(f"{side}_foot").id]
         there = d.geom_xpos[m.geom(f"{other}_foot").id] * [1, -1, 1]
         np.testing.assert_allclose(here, there, atol=1e-4)  # the URDF is symmetric to a few micrometres
+
+
+def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
+    from ppolab.ppo.config import TrainConfig
+    from ppolab.ppo.presets import PRESETS
+
+    walk = TrainConfig(env="jvrc_walk")
+    assert (walk.hidden_sizes, walk.activation, walk.minibatch_size, walk.lr) == ([256, 256], "relu", 64, 1e-4)
+    assert TrainConfig(env="jvrc_walk", minibatch_size=128).minibatch_size == 128  # given wins
+    cart = TrainConfig(env="cartpole")
+    assert cart.learn_std and cart.std_dev == 0.15 and cart.max_traj_len == 500  # the README's recommendation
+    assert TrainConfig(env="cartpole", learn_std=False).learn_std is False
+    proc = run_ppolab("envs")
+    assert proc.returncode == 0
+    for name, preset in PRESETS.items():
+        line = next(x for x in proc.stdout.splitlines() if x.startswith(f"{name}:"))
+        preset_line = proc.stdout.splitlines()[proc.stdout.splitlines().index(line) + 1]
+        assert f"--n-itr {preset['n_itr']}" in preset_line

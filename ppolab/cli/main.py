@@ -224,6 +224,12 @@ def make_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"ppolab {__version__}")
     sub = parser.add_subparsers(dest="subcommand", required=True, parser_class=Parser)
     _add_train(sub)
+    sub.add_parser(
+        "envs",
+        help="the tasks, and the training settings each one uses by default (its preset)",
+        description="Each env's observation and action sizes, what it asks of the robot, and its preset: the "
+        "train settings `ppolab train --env ENV` uses for flags not given. Flags given win.",
+    )
     _add_eval(sub)
     _add_sweep(sub)
     _add_experiment(sub)
@@ -458,6 +464,23 @@ def run_compare(ns: argparse.Namespace) -> int:
     return 0
 
 
+def run_envs(ns: argparse.Namespace) -> int:
+    from ppolab.ppo.presets import PRESETS
+
+    for name in sorted(ENVS):
+        cls = ENVS[name]
+        doc = (cls.__doc__ or "").strip().splitlines()[0]
+        print(f"{name}: {doc} (obs {cls.obs_dim}, actions {cls.act_dim})")
+        preset = PRESETS.get(name, {})
+        flags = " ".join(
+            f"{flag(k)} {' '.join(map(str, v)) if isinstance(v, list) else v}" if not isinstance(v, bool) else flag(k)
+            for k, v in preset.items()
+            if v is not False
+        )
+        print(f"  preset: {flags or '(the defaults)'}")
+    return 0
+
+
 def run_report(ns: argparse.Namespace) -> int:
     from ppolab.analysis.report import write_report
 
@@ -480,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
             "analyze": run_analyze,
             "compare": run_compare,
             "report": run_report,
+            "envs": run_envs,
             "tune": tune_cli.run_tune,
             **ops_cli.COMMANDS,
         }[ns.subcommand](ns)
