@@ -51,24 +51,36 @@ def test_dimensions_match_the_tasks():
 
 
 def test_jvrc_step_plans_targets_and_the_stairs_curriculum():
-    env = make_env("jvrc_step", 2, {"randomization": {"enabled": False}, "stair_prob": 1.0,
-                                    "plan_probs": [1, 0, 0, 0, 0]})  # fmt: skip
+    env = make_env("jvrc_step", 2, {"plan_probs": [1, 0, 0, 0, 0]})  # forward plans
     rng = np.random.default_rng(0)
     env.set_iteration(0)
     env.reset_one(0, rng)
-    assert (env.plan[0, :, 2] == 0).all()  # no rise yet: the curriculum starts flat
-    env.set_iteration(env.cfg.stair_ramp_iterations)
+    assert (env.plan[0, :, 2] == 0).all()  # no rise yet: the curriculum starts flat (LHW: from iteration 3,000)
+    env.set_iteration(env.cfg.stair_ramp_start + env.cfg.stair_ramp_iterations)
     env.reset_one(1, rng)
     rises = np.diff(env.plan[1, :, 2])
-    np.testing.assert_allclose(rises[1:], env.cfg.max_stair_height)  # one tread per footstep, full height
-    assert (np.diff(env.plan[1, :, 0]) > 0).all() and (np.diff(env.plan_side[1]) != 0).all()  # forward, alternating
-    tops = env.batch.models[1].geom_pos[env.stair_geoms[2:], 2] + 0.5
-    np.testing.assert_allclose(tops, env.plan[1, 2:, 2])  # each footstep's tread is where the plan says
+    np.testing.assert_allclose(rises[rises > 0], env.cfg.max_stair_height)  # one tread per target, full height
+    np.testing.assert_allclose(np.diff(env.plan[1, :, 0]), env.cfg.forward_step)  # 0.3 m steps
+    assert (np.sign(env.plan[1, 1:, 1]) != np.sign(env.plan[1, :-1, 1])).all()  # left, right, left, ...
+    raised = env.plan[1, :, 2] > 0
+    tops = env.batch.models[1].geom_pos[env.stair_geoms[raised], 2] + 0.5
+    np.testing.assert_allclose(tops, env.plan[1, raised, 2])  # each raised target stands on its tread
     assert env.batch.models[0].geom_pos[env.stair_geoms, 2].max() < -1  # env 0's stairs stay hidden
-    obs = env.observe()  # the robot starts at the origin facing +x: root-frame targets are plan minus root
-    np.testing.assert_allclose(obs[1, 31:33], env.plan[1, 0, :2] - env.batch.qpos[1, :2], atol=1e-6)
-    swings_first = 0.0 if env.plan_side[1, 0] == 0 else 0.5  # the right foot swings in the clock's first half
-    assert env.phase[1] == swings_first
+    # the first target is under the stance foot: the left one when the right foot swings first (phase 0)
+    stance_left = env.phase[1] == 0
+    assert (env.plan[1, 0, 1] > 0) == stance_left and abs(abs(env.plan[1, 0, 1]) - 0.1) <= 0.005
+
+
+def test_jvrc_step_target_advances_after_a_foot_holds_it_for_a_swing():
+    env = make_env("jvrc_step", 1)
+    env.reset_one(0, np.random.default_rng(0))
+    assert env.hold_frames == 30  # 0.75 s at 40 Hz, as LHW
+    for frame in range(29):
+        assert env._advance_targets(np.array([0.1]))[0] and env.target[0] == 0
+    env._advance_targets(np.array([0.1]))
+    assert env.target[0] == 1 and env.reached[0] == 0  # the 30th frame moves on
+    env._advance_targets(np.array([0.3]))  # outside the 0.2 m radius: the count starts again
+    assert env.reached[0] == 0
 
 
 @pytest.mark.parametrize("name", ["jvrc_walk", "jvrc_step"])

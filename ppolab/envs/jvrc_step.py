@@ -1,17 +1,22 @@
-"""`jvrc_step`: JVRC-1 follows a plan of footsteps, on flat ground or up stairs.
+"""`jvrc_step`: JVRC-1 steps onto a plan of footstep targets, on flat ground or up stairs.
 
-Each episode draws a plan: forward, backward, lateral, curved, or standing
-(stepping in place), as alternating right/left footsteps (x, y, z, yaw) in the
-frame the robot starts in. The right foot swings in the first half of the gait
-clock, so the clock starts where the plan's first foot lifts. A target is hit
-when its foot bears weight within `hit_radius` of it; the next one follows.
+The task is LearningHumanoidWalking's stepping task. Each episode draws a plan in
+the frame the robot starts in: forward (0.3 m steps), backward (0.1 m), lateral
+(0.4 m out, two thirds of it back), curved, or standing (one target between the
+feet), at 0.3 / 0.2 / 0.3 / 0.15 / 0.05. The gait clock is jvrc_walk's (2.2 s cycle).
+A target counts as reached while a foot is within `target_radius` (0.2 m) of it;
+after `swing_duration` of frames there (30), the next target follows. The step
+reward is dense: 0.8 exp(-d / 0.25) while a foot is within the radius (d: the
+nearer foot's distance to the target) plus 0.2 exp(-|root - midpoint of the next
+two targets| / 2).
 
-Stairs: a forward plan may climb, each footstep on a new tread. The tread
-height grows with the training iteration (`set_iteration`, called by the
-sampler), from 0 to `max_stair_height` over `stair_ramp_iterations`.
+Stairs: a forward plan's targets rise after its first 2-3 steps; the tread height
+grows with the training iteration (`set_iteration`, called by the sampler) from 0
+at `stair_ramp_start` to `max_stair_height` (0.1 m) over `stair_ramp_iterations`
+(LHW: 3,000 and 8,000). LHW also descends; here stairs only rise.
 
 Observation (39): the robot state (29, as jvrc_walk), the clock (sin, cos),
-and the next two footstep targets in the root frame (dx, dy, dz, dyaw each).
+and the next two targets in the root frame (dx, dy, dz, dyaw each).
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.humanoid import HumanoidBatch, yaw
+from ppolab.envs.gait_clock import clock_score, clock_tables
+from ppolab.envs.humanoid import HumanoidBatch, rotate, yaw
 from ppolab.envs.jvrc import (
+    FOOT_HALF,
+    HEAD_POS,
     STAIR_HALF,
     JvrcConfig,
-    gait_scores,
     load_robot,
     robot_state,
     robot_state_mirror,
@@ -31,34 +38,39 @@ from ppolab.envs.jvrc import (
 from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
-N_STEPS = 30  # footsteps per plan: more than an episode can use
-SIDE_R, SIDE_L = 0, 1
+N_STEPS = 20  # targets per plan, as LHW's
+FOOT_HALF_Z = FOOT_HALF[2]  # the sole sites sit at the soles' centres, this far above their bottoms
 
 
 class StepRewards(BaseModel):
+    """LearningHumanoidWalking's stepping reward weights (they sum to 0.9, as there)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    hit: float = 0.3
-    progress: float = 0.2
-    gait: float = 0.2
-    upright: float = 0.1
-    posture: float = 0.1
-    action_change: float = 0.1
+    foot_force: float = 0.15
+    foot_velocity: float = 0.15
+    orientation: float = 0.05
+    height: float = 0.05
+    step: float = 0.45
+    upper_body: float = 0.05
 
 
 class StepConfig(JvrcConfig):
-    gait_period: float = Field(0.8, gt=0)
+    swing_duration: float = Field(0.75, gt=0, description="seconds one foot swings")
+    stance_duration: float = Field(0.35, gt=0, description="seconds of each double support")
     plan_probs: tuple[float, float, float, float, float] = Field(
-        (0.4, 0.1, 0.15, 0.25, 0.1), description="forward, backward, lateral, curved, standing"
+        (0.3, 0.2, 0.3, 0.15, 0.05), description="forward, backward, lateral, curved, standing"
     )
-    step_length: tuple[float, float] = (0.1, 0.3)
-    step_width: float = Field(0.19, gt=0, description="lateral distance between the feet")
-    lateral_step: tuple[float, float] = (0.05, 0.12)
-    turn_per_step: tuple[float, float] = (0.05, 0.2)
-    hit_radius: float = Field(0.1, gt=0)
-    stair_prob: float = Field(0.3, ge=0, le=1, description="share of forward plans that climb stairs")
+    forward_step: float = Field(0.3, gt=0, description="m between successive targets of a forward plan")
+    backward_step: float = Field(0.1, gt=0)
+    lateral_step: float = Field(0.4, gt=0, description="m out; each return step is two thirds of it")
+    step_gap: float = Field(0.15, gt=0, description="m of a target either side of the walking line")
+    turn_per_step: tuple[float, float] = Field((0.05, 0.2), description="rad per step of a curved plan")
+    target_radius: float = Field(0.2, gt=0, description="m: a foot this near a target has reached it")
+    goal_height: float = Field(0.80, gt=0, description="root height above the feet the height term asks for")
     max_stair_height: float = Field(0.1, ge=0)
-    stair_ramp_iterations: int = Field(2000, gt=0)
+    stair_ramp_start: int = Field(3000, ge=0, description="iteration from which stairs start to rise")
+    stair_ramp_iterations: int = Field(8000, gt=0)
     rewards: StepRewards = StepRewards()
 
 
@@ -88,13 +100,15 @@ class JvrcStepEnv:
         self.num_envs = num_envs
         self.weight = float(self.model.body_subtreemass[1] * -self.model.opt.gravity[2])
         self.stair_geoms = np.array([self.model.geom(f"stair{k}").id for k in range(N_STEPS)])
+        self.clock, _ = clock_tables(cfg.swing_duration, cfg.stance_duration, cfg.control_dt)
+        self.period = len(self.clock)
+        self.hold_frames = int(np.floor(cfg.swing_duration / cfg.control_dt + 1e-9))
         n = num_envs
-        self.plan = np.zeros((n, N_STEPS, 4))  # x, y, z, yaw of each footstep
-        self.plan_side = np.zeros((n, N_STEPS), dtype=int)
-        self.target = np.zeros(n, dtype=int)  # index of the next footstep
-        self.phase = np.zeros(n)
-        self.prev_dist = np.zeros(n)
-        self.lifted = np.zeros(n, dtype=bool)  # the target's foot left the ground since the last hit
+        self.plan = np.zeros((n, N_STEPS, 4))  # x, y, z, yaw of each target, in the world
+        self.kind = np.zeros(n, dtype=int)  # index into PLANS
+        self.target = np.zeros(n, dtype=int)  # the target to reach now (t1); the next one is t1 + 1
+        self.reached = np.zeros(n, dtype=int)  # frames a foot has stayed within the radius of the target
+        self.phase = np.zeros(n, dtype=int)
         self.iteration = 0
 
     def set_iteration(self, iteration: int) -> None:
@@ -103,46 +117,48 @@ class JvrcStepEnv:
 
     def stair_height(self) -> float:
         c = self.cfg
-        return c.max_stair_height * min(1.0, self.iteration / c.stair_ramp_iterations)
+        return c.max_stair_height * float(
+            np.clip((self.iteration - c.stair_ramp_start) / c.stair_ramp_iterations, 0, 1)
+        )
 
     # -- plans ------------------------------------------------------------------
-    def _draw_plan(self, i: int, rng: np.random.Generator) -> None:
-        c = self.cfg
-        kind = PLANS[rng.choice(len(PLANS), p=np.array(c.plan_probs) / sum(c.plan_probs))]
-        first = rng.integers(2)  # which foot steps first
-        climb = kind == "forward" and rng.random() < c.stair_prob
-        length = rng.uniform(*c.step_length)
-        if climb:  # treads (0.3 m deep) as long as the steps, so that each footstep has its own
-            length = max(length, 2 * STAIR_HALF[0])
-        rise = self.stair_height() if climb else 0.0
-        half = c.step_width / 2
-        lateral = rng.uniform(*c.lateral_step) * rng.choice([-1, 1])
-        turn = rng.uniform(*c.turn_per_step) * rng.choice([-1, 1])
-        k = np.arange(N_STEPS)
-        side = (first + k) % 2
-        step = np.full(N_STEPS, length)  # cumulative sums add in order, as a walker would
+    def _draw_plan(self, i: int, rng: np.random.Generator, start: np.ndarray) -> None:
+        """Targets for env i, from the midpoint of its feet (`start`, x and y), facing +x."""
+        c, k = self.cfg, np.arange(N_STEPS)
+        kind = int(rng.choice(len(PLANS), p=np.array(c.plan_probs) / sum(c.plan_probs)))
+        self.kind[i] = kind
+        left_first = self.phase[i] != 0  # the first target is where the stance foot stands
+        side = np.where((k % 2 == 0) == left_first, -1.0, 1.0)  # -1: a right-foot target
+        first = rng.uniform(0.095, 0.105)
+        y = np.where(k == 0, first, c.step_gap) * side
         zero = np.zeros(N_STEPS)
-        yaw = np.cumsum(np.full(N_STEPS, turn)) if kind == "curved" else zero
-        x, y = {
-            "forward": (np.cumsum(step), zero),
-            "backward": (np.cumsum(-step), zero),
-            "lateral": (zero, np.cumsum(np.full(N_STEPS, lateral))),
-            "curved": (np.cumsum(np.cos(yaw) * length), np.cumsum(np.sin(yaw) * length)),
-            "standing": (zero, zero),
-        }[kind]
-        offset = np.where(side == SIDE_L, half, -half)
-        # on stairs, the first two footsteps stay on the floor: the flight starts clear of the feet
-        z = np.where(k >= 2, rise * (k - 1), 0.0) if climb else zero
-        self.plan[i] = np.stack([x - np.sin(yaw) * offset, y + np.cos(yaw) * offset, z, yaw], axis=1)
-        self.plan_side[i] = side
-        self._place_stairs(i, climb and rise > 0)
+        yaw, z = zero, zero
+        if PLANS[kind] in ("forward", "backward"):
+            step = c.forward_step if PLANS[kind] == "forward" else -c.backward_step
+            x = step * k
+            rise = self.stair_height() if PLANS[kind] == "forward" else 0.0
+            flat = int(rng.integers(2, 4))  # the first few targets stay on the floor
+            z = rise * np.maximum(0, k - flat)
+        elif PLANS[kind] == "lateral":
+            direction = rng.choice([-1.0, 1.0])
+            moves = np.where(k % 2 == 0, c.lateral_step, -2.0 / 3.0 * c.lateral_step)  # out, two thirds back
+            x, y = zero, direction * np.cumsum(moves)
+        elif PLANS[kind] == "curved":  # the walking line turns a little at every step
+            yaw = rng.uniform(*c.turn_per_step) * rng.choice([-1, 1]) * k
+            cx = np.cumsum(np.where(k > 0, np.cos(yaw) * c.forward_step, 0.0))
+            cy = np.cumsum(np.where(k > 0, np.sin(yaw) * c.forward_step, 0.0))
+            x, y = cx - np.sin(yaw) * y, cy + np.cos(yaw) * y
+        else:  # standing: every target where the stance foot is
+            x, y = zero, np.full(N_STEPS, y[0])
+        self.plan[i] = np.stack([start[0] + x, start[1] + y, z, yaw], axis=1)
+        self._place_stairs(i, z.max() > 0)
 
     def _place_stairs(self, i: int, climb: bool) -> None:
         m = self.batch.models[i]
         pos = m.geom_pos[self.stair_geoms]
         pos[:] = [0.0, 0.0, -5.0]
-        if climb:
-            for k in range(2, N_STEPS):
+        if climb:  # a tread under every raised target, as deep as a step
+            for k in np.nonzero(self.plan[i, :, 2] > 0)[0]:
                 x, _, z, _ = self.plan[i, k]
                 pos[k] = [x, 0.0, z - STAIR_HALF[2]]
         m.geom_pos[self.stair_geoms] = pos
@@ -151,42 +167,29 @@ class JvrcStepEnv:
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)
         env_rng = self.batch.rngs[i]
-        self._draw_plan(i, env_rng)
+        self.phase[i] = 0 if env_rng.random() < 0.5 else self.period // 2
+        self._draw_plan(i, env_rng, self._foot_pos()[i, :, :2].mean(axis=0))
         self.target[i] = 0
-        self.lifted[i] = False
-        # the first footstep's foot swings now: the right foot swings in [0, 0.5) of the clock
-        self.phase[i] = 0.0 if self.plan_side[i, 0] == SIDE_R else 0.5
-        self.prev_dist[i] = self._distance(i)
+        self.reached[i] = 0
 
     def _foot_pos(self) -> np.ndarray:
         return self.batch.sensors[:, 8:14].reshape(-1, 2, 3)
 
-    def _distance(self, i: int) -> float:
-        k = self.target[i]
-        foot = self._foot_pos()[i, self.plan_side[i, k]]
-        return float(np.linalg.norm(foot[:2] - self.plan[i, k, :2]))
-
     def _targets_in_root_frame(self) -> np.ndarray:
-        """The next two footsteps (x, y, z, yaw) relative to the root's position and heading."""
+        """The next two targets (x, y, z, yaw) relative to the root's position and heading; zeros when standing."""
         b = self.batch
         heading = yaw(b.qpos[:, 3:7])[:, None]
         k = np.minimum(self.target[:, None] + np.arange(2), N_STEPS - 1)
         t = self.plan[np.arange(self.num_envs)[:, None], k]  # (n, 2, 4)
         dx, dy = t[..., 0] - b.qpos[:, 0:1], t[..., 1] - b.qpos[:, 1:2]
         cos, sin = np.cos(heading), np.sin(heading)
-        out = np.stack(
-            [
-                cos * dx + sin * dy,
-                -sin * dx + cos * dy,
-                t[..., 2] - (b.qpos[:, 2:3] - b.nominal_qpos[2]),
-                np.angle(np.exp(1j * (t[..., 3] - heading))),
-            ],
-            axis=2,
-        )
-        return out.reshape(self.num_envs, 8)
+        dyaw = np.angle(np.exp(1j * (t[..., 3] - heading)))
+        out = np.stack([cos * dx + sin * dy, -sin * dx + cos * dy, t[..., 2] - b.qpos[:, 2:3], dyaw], axis=2)
+        standing = self.kind == PLANS.index("standing")
+        return np.where(standing[:, None], 0.0, out.reshape(self.num_envs, 8))
 
     def observe(self) -> np.ndarray:
-        clock = 2 * np.pi * self.phase
+        clock = 2 * np.pi * self.phase / self.period
         obs = np.concatenate(
             [robot_state(self.batch), np.sin(clock)[:, None], np.cos(clock)[:, None], self._targets_in_root_frame()],
             axis=1,
@@ -194,43 +197,45 @@ class JvrcStepEnv:
         return self.batch.noisy(obs)
 
     # -- stepping -------------------------------------------------------------------
+    def _advance_targets(self, dist: np.ndarray) -> np.ndarray:
+        """Count frames a foot stays on the target; after `hold_frames` the next target follows.
+        Returns which envs have a foot within the radius now."""
+        inside = dist < self.cfg.target_radius
+        self.reached = np.where(inside, self.reached + 1, 0)
+        done = inside & (self.reached >= self.hold_frames)
+        self.target = np.where(done, np.minimum(self.target + 1, N_STEPS - 1), self.target)
+        self.reached[done] = 0
+        return inside & ~done
+
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b, c, w = self.batch, self.cfg, self.cfg.rewards
-        prev_action = b.prev_action.copy()
-        smoothed = b.apply(action)
-        lay, n = b.layout, self.num_envs
-        swing = np.stack([self.phase < 0.5, self.phase >= 0.5], axis=1)
-        foot_force, foot_velocity = gait_scores(b, swing, self.weight)
-        gait = 0.5 * (foot_force + foot_velocity)
-        force = np.clip(b.sensors[:, 0:2] / self.weight, 0.0, 1.0)
-        rows, k = np.arange(n), self.target
-        side = self.plan_side[rows, k]
+        b.apply(action)
+        self.phase = (self.phase + 1) % self.period
+        rows = np.arange(self.num_envs)
         feet = self._foot_pos()
-        dist = np.linalg.norm(feet[rows, side, :2] - self.plan[rows, k, :2], axis=1)
-        progress = np.clip((self.prev_dist - dist) / 0.01, -1.0, 1.0) * 0.5 + 0.5
-        on_target_foot = force[rows, side]
-        self.lifted |= on_target_foot < 0.05
-        hits = self.lifted & (on_target_foot > 0.3) & (dist < c.hit_radius) & (k < N_STEPS - 1)
-        self.target = k + hits
-        self.lifted &= ~hits
-        if hits.any():  # progress towards the new target starts from the foot's distance to it
-            nk = self.target
-            new_dist = np.linalg.norm(feet[rows, self.plan_side[rows, nk], :2] - self.plan[rows, nk, :2], axis=1)
-            dist = np.where(hits, new_dist, dist)
-        self.prev_dist = dist
-        hit = hits.astype(float)
-        upright = np.exp(-20.0 * (1.0 - b.upper_z))
-        hips = [0, 1, 2, 6, 7, 8]
-        posture = np.exp(-5.0 * np.mean((b.qpos[:, lay.leg_qpos] - b.nominal_leg)[:, hips] ** 2, axis=1))
-        action_change = np.exp(-5.0 * np.mean((smoothed - prev_action) ** 2, axis=1))
+        dist = np.linalg.norm(feet - self.plan[rows, self.target, None, :3], axis=2).min(axis=1)
+        inside = self._advance_targets(dist)
+        t1, t2 = self.plan[rows, self.target], self.plan[rows, np.minimum(self.target + 1, N_STEPS - 1)]
+        dist = np.linalg.norm(feet - t1[:, None, :3], axis=2).min(axis=1)
+        hit = np.where(inside, np.exp(-dist / 0.25), 0.0)
+        progress = np.exp(-np.linalg.norm(b.qpos[:, :2] - (t1[:, :2] + t2[:, :2]) / 2, axis=1) / 2)
+        frc_clock = np.where((self.kind == PLANS.index("standing"))[:, None], 1.0, self.clock[self.phase])
+        force = np.clip(b.sensors[:, 0:2] / (0.5 * self.weight), 0.0, 1.0)
+        speed = np.clip(np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2) / 0.2, 0.0, 1.0)
+        q = b.qpos[:, 3:7]
+        half = t1[:, 3] / 2  # the target's heading as a quaternion (w, 0, 0, z)
+        align = q[:, 0] * np.cos(half) + q[:, 3] * np.sin(half)
+        ground = feet[:, :, 2].min(axis=1) - FOOT_HALF_Z
+        height_err = np.abs(b.qpos[:, 2] - ground - c.goal_height)
+        head_offset = rotate(q, HEAD_POS)[:, :2]
         reward = (
-            w.hit * hit + w.progress * progress + w.gait * gait + w.upright * upright + w.posture * posture
-            + w.action_change * action_change
+            w.foot_force * clock_score(frc_clock, force) + w.foot_velocity * clock_score(-frc_clock, speed)
+            + w.orientation * np.exp(-10.0 * (1.0 - align**2))
+            + w.height * np.exp(-40.0 * np.where(height_err < 0.01, 0.0, height_err) ** 2)
+            + w.step * (0.8 * hit + 0.2 * progress)
+            + w.upper_body * np.exp(-10.0 * np.sum(head_offset**2, axis=1))
         )  # fmt: skip
-        self.phase = (self.phase + c.control_dt / c.gait_period) % 1.0
-        z = b.qpos[:, 2] - self.plan[np.arange(n), np.maximum(self.target - 1, 0), 2] * (self.target > 0)
-        lo, hi = c.height_range
-        terminated = (z < lo) | (z > hi)
+        terminated = b.qpos[:, 2] - ground < c.height_range[0]
         if c.terminate_on_self_collision:
             terminated |= b.self_contact
         return self.observe(), reward, terminated
