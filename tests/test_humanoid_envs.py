@@ -75,7 +75,7 @@ def test_jvrc_step_target_advances_after_a_foot_holds_it_for_a_swing():
     env = make_env("jvrc_step", 1)
     env.reset_one(0, np.random.default_rng(0))
     assert env.hold_frames == 30  # 0.75 s at 40 Hz, as LHW
-    for frame in range(29):
+    for _ in range(29):
         assert env._advance_targets(np.array([0.1]))[0] and env.target[0] == 0
     env._advance_targets(np.array([0.1]))
     assert env.target[0] == 1 and env.reached[0] == 0  # the 30th frame moves on
