@@ -6,7 +6,15 @@ Same commands and flags as `ppolab train` / `ppolab eval`.
 
 import sys
 
-from ppolab.cli.main import main
+try:
+    from ppolab.cli.main import main
+except ImportError as exc:  # run with an interpreter that lacks ppolab's dependencies
+    sys.stderr.write(
+        f"run_experiment.py: {sys.executable} cannot import {exc.name or 'ppolab'}; set up first: "
+        "`bash scripts/setup.sh` then `.venv/bin/python run_experiment.py ...`, "
+        "or `uv run python run_experiment.py ...`\n"
+    )
+    sys.exit(2)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import TINY, run_ppolab
+from conftest import REPO, TINY, run_ppolab
 
 CASES = {
     "unknown env": (["train", "--env", "pendulum"], "--env: unknown env 'pendulum'; choose one of: cartpole"),
@@ -71,3 +71,14 @@ def test_continued_from_a_different_network_shape(trained_run, tmp_path):
     )
     assert proc.returncode == 2
     assert "does not match this network (check --hidden-sizes and --recurrent)" in proc.stderr
+
+
+def test_run_experiment_without_the_dependencies_says_how_to_set_up():
+    import subprocess
+    import sys
+
+    # -S: no site-packages, as with an interpreter that has nothing installed
+    proc = subprocess.run([sys.executable, "-S", "run_experiment.py", "train", "--env", "cartpole"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "set up first: `bash scripts/setup.sh`" in proc.stderr and "uv run python run_experiment.py" in proc.stderr
