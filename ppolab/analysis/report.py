@@ -23,7 +23,7 @@ from ppolab.experiments.display import plan_table
 from ppolab.experiments.plan import expand
 from ppolab.experiments.spec import load_sweep
 from ppolab.experiments.state import SweepState
-from ppolab.ppo.run_files import atomic_write_text
+from ppolab.util.files import atomic_write_text
 
 TRACKER = "experiment-tracker.md"
 

@@ -60,6 +60,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
 
     p = sub.add_parser(
+        "skills",
+        help="copy ppolab's agent skills (/train, /eval, /experiment, /sweep, /ops) into a project",
+        description="Write ppolab's Claude Code skills into DIR/.claude/skills/ (default: this folder), so "
+        "an agent driving ppolab from your own research repository gets them. A file you changed since, or "
+        "one ppolab did not write, is kept unless --force.",
+    )
+    p.add_argument("action", choices=["install"], help="install (or update) the skills")
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the project's root (default: .)")
+    p.add_argument("--force", action="store_true", help="replace skill files even where they were changed")
+
+    p = sub.add_parser(
         "repro",
         help="how to reproduce a run (--run: do it)",
         description="Print a run's exact command, git commit (with a warning and the saved diff "
@@ -270,7 +281,16 @@ def run_cloud(ns: argparse.Namespace) -> int:
     return cloud.execute(spec.metadata.name, planned, opt)
 
 
+def run_skills(ns: argparse.Namespace) -> int:
+    from ppolab.ops.skills import install
+
+    for line in install(Path(ns.dir), force=ns.force):
+        print(line)
+    return 0
+
+
 COMMANDS = {
+    "skills": run_skills,
     "doctor": run_doctor,
     "repro": run_repro,
     "matrix": run_matrix,

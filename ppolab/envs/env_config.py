@@ -78,7 +78,7 @@ def load_overrides(env: str, path: str | None) -> dict[str, Any] | None:
 
 
 def save(run_dir: Path, overrides: dict[str, Any] | None) -> None:
-    from ppolab.ppo.run_files import atomic_write_text
+    from ppolab.util.files import atomic_write_text
 
     if overrides is not None:
         atomic_write_text(run_dir / ENV_FILE, yaml.safe_dump(overrides, sort_keys=False))

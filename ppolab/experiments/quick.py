@@ -9,7 +9,7 @@ import yaml
 
 from ppolab.errors import UserError
 from ppolab.experiments.spec import SWEEP_FILE, load_sweep
-from ppolab.ppo.run_files import atomic_write_text
+from ppolab.util.files import atomic_write_text
 
 
 def parse_vary(items: list[str]) -> dict[str, list[Any]]:

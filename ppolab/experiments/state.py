@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ppolab.errors import UserError
-from ppolab.ppo.run_files import atomic_write_text
+from ppolab.util.files import atomic_write_text
 
 STATE_FILE = "state.json"
 LOCK_FILE = ".state.lock"

@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from ppolab.errors import UserError
 from ppolab.experiments.display import table
 from ppolab.experiments.quick import write_sweep
-from ppolab.ppo.run_files import atomic_write_text
+from ppolab.util.files import atomic_write_text
 
 CONFIRM_SEEDS = 5
 

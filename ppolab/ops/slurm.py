@@ -27,7 +27,7 @@ from ppolab.errors import UserError
 from ppolab.experiments import task
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, locked, now
-from ppolab.ppo.run_files import atomic_write_text
+from ppolab.util.files import atomic_write_text
 
 SCRIPT_NAME = "slurm.sbatch"
 TIME_RE = re.compile(r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")

@@ -11,9 +11,8 @@ dimensions and network shape so that `ppolab eval` can rebuild the policy.
 
 from __future__ import annotations
 
-import os
+import io
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from typing import Any
 import torch
 
 from ppolab.errors import UserError
+from ppolab.util.files import atomic_write_bytes
 
 
 @contextmanager
@@ -51,15 +51,10 @@ def deferred_signals() -> Iterator[None]:
 
 def atomic_save(obj: Any, path: Path) -> None:
     """torch.save to a temp file in the same folder, then rename: never a half-written file."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
     with deferred_signals():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(obj, f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(path, buffer.getvalue())
 
 
 def save_policy(path: Path, module: torch.nn.Module, meta: dict) -> None:

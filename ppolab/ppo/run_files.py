@@ -20,7 +20,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,20 +28,10 @@ import yaml
 from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, flag
+from ppolab.util.files import atomic_write_text
 
 if TYPE_CHECKING:
     from ppolab.ppo.tracking import Tracker
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def create_run_dir(cfg: TrainConfig) -> Path:
