@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -142,6 +143,10 @@ def test_a_continued_study_keeps_its_settings_and_report_reruns_no_trial(tmp_pat
     assert "Trial 1" not in again.stdout and "1 complete" in again.stdout
     missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
     assert missing.returncode == 2 and "no such study" in missing.stderr
+    as_json = run_ppolab("tune", "--study", "same", "--report", "--json", cwd=tmp_path, env=env)
+    data = json.loads(as_json.stdout)
+    assert data["schema_version"] == 1 and data["command"] == "tune --report" and data["counts"]["complete"] == 1
+    assert data["best"]["state"] == "complete" and set(data["best"]["params"]) and data["seeds"] == [1]
 
 
 def test_several_envs_are_normalised_by_their_target_scores_and_a_grid_ends_when_tried(tmp_path):

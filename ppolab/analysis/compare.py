@@ -483,3 +483,70 @@ def verdict(runs: list[Run], min_effect_value: float | None = None) -> tuple[str
             "improving): raise n_itr before relying on it"
         )
     return result, why
+
+
+def _interval(iv) -> list[float] | None:
+    return [iv.low, iv.high] if iv.has_interval else None
+
+
+def _decision(t: Test) -> str:
+    if not t.diff.testable:
+        return "untestable"
+    return "significant" if t.significant else "equivalent" if t.equivalent else "inconclusive"
+
+
+def comparison_data(runs: list[Run], min_effect_value: float | None = None) -> dict:
+    """What `compare` says, as data for `--json` (schema_version 1, documented in the README)."""
+    configs = group(runs)
+    control = configs[0]
+    margin, margin_text = min_effect(configs, min_effect_value)
+    ts = tests(configs, margin)
+    result, why = verdict(runs, min_effect_value)
+
+    def run_row(r: Run) -> dict:
+        s = r.summary
+        params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
+        return {
+            "name": r.name, "path": str(r.path), "finished": r.finished, "status": r.status,
+            "final_reward": s.final_mean_reward if s else None, "peak_eval_reward": s.peak_eval_reward if s else None,
+            "peak_eval_iteration": s.peak_eval_iteration if s else None, "stable": s.stable if s else None,
+            "anomalies": s.anomalies if s else [], "still_improving": r.improving, "fps": s.fps if s else None,
+            "changes": diffs(params, control.params),
+        }  # fmt: skip
+
+    def config_row(c: Configuration) -> dict:
+        x = c.scores
+        out = {"label": c.label, "changes": diffs(c.params, control.params), "seeds_finished": len(x),
+               "seeds_planned": len(c.runs), "mean": None, "mean_ci": None, "iqm": None, "iqm_ci": None,
+               "p_better": None, "p_better_ci": None}  # fmt: skip
+        if len(x):
+            m, q = mean_ci(x), bootstrap_ci(x, iqm)
+            out.update(mean=m.value, mean_ci=_interval(m), iqm=q.value, iqm_ci=_interval(q))
+            if c is not control and len(control.scores):
+                p = prob_improvement_ci(x, control.scores)
+                out.update(p_better=p.value, p_better_ci=_interval(p))
+        return out
+
+    return {
+        "control": control.label,
+        "min_effect": margin,
+        "min_effect_source": margin_text,
+        "runs": [run_row(r) for r in runs],
+        "configurations": [config_row(c) for c in configs],
+        "tests": [
+            {
+                "treatment": t.config.label,
+                "difference": t.diff.value,
+                "ci": [t.diff.low, t.diff.high] if t.diff.testable else None,
+                "p": t.diff.p,
+                "p_holm": t.p_holm,
+                "df": t.diff.df,
+                "p_tost": t.p_tost,
+                "decision": _decision(t),
+            }
+            for t in ts
+        ],  # fmt: skip
+        "verdict": {"result": result, "why": why},
+        "recommendations": recommendations(configs, runs, ts, margin, margin_text),
+        "warnings": [w for w in [fps_spread(runs)] if w],
+    }

@@ -86,5 +86,10 @@ def write_sweep(
             rec = records(score, n_itr, stop)
             lines = [json.dumps(r) for r in rec.iterations + rec.evals]
             (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
-            state["runs"][name] = {"state": "done" if stop is None else "interrupted", "run_dir": f"runs/{name}"}
+            state["runs"][name] = {
+                "state": "done" if stop is None else "interrupted", "pid": None, "host": None,
+                "started": "2026-11-30T00:00:00+00:00", "ended": "2026-11-30T00:01:00+00:00",
+                "exit_code": 0 if stop is None else None, "attempts": 1, "run_dir": f"runs/{name}",
+                "reason": None, "summary": None,
+            }  # fmt: skip
     (folder / "state.json").write_text(json.dumps(state, indent=2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -142,6 +143,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--dry-run", action="store_true", help="validate and print the plan; change nothing")
     mode.add_argument("--status", action="store_true", help="one row per run: state, iteration, elapsed, ETA")
     mode.add_argument("--list", action="store_true", help="every sweep under --root with done/total")
+    p.add_argument("--json", action="store_true", help="with --info, --dry-run, --status or --list: print JSON")
     _add_launch_flags(p)
 
 
@@ -210,6 +212,7 @@ def _add_compare_report(sub: argparse._SubParsersAction) -> None:
         help="smallest difference in final reward worth finding, for the power and equivalence tests "
         "(default: the sweep's metadata.min_effect, else 10%% of the control's mean)",
     )
+    p.add_argument("--json", action="store_true", help="print the table, statistics, tests and verdict as JSON")
     p = sub.add_parser(
         "report",
         help="write results.md and plots for a sweep",
@@ -333,16 +336,34 @@ def _find_sweep(ns: argparse.Namespace) -> Path:
     return path
 
 
+def print_json(command: str, payload: dict) -> None:
+    """Machine-readable output: one JSON object with its schema version and the command (see the README)."""
+    print(json.dumps({"schema_version": 1, "command": command, **payload}, indent=2, default=str))
+
+
 def run_sweep_cmd(ns: argparse.Namespace) -> int:
     from ppolab.experiments import display, plan
 
+    if ns.json and not (ns.list or ns.info or ns.status or ns.dry_run):
+        raise UserError("--json goes with --info, --dry-run, --status or --list")
     if ns.list:
-        print(display.sweep_list(Path(ns.root)))
+        if ns.json:
+            print_json("sweep --list", {"root": ns.root, "sweeps": display.list_data(Path(ns.root))})
+        else:
+            print(display.sweep_list(Path(ns.root)))
         return 0
     sweep_dir = _find_sweep(ns)
-    if ns.info or ns.status:
+    if ns.info or ns.status or (ns.dry_run and ns.json):
         spec, planned = plan.load_plan(sweep_dir)
-        print(display.info(spec, planned, sweep_dir) if ns.info else display.status(sweep_dir, planned))
+        if not ns.json:
+            print(display.info(spec, planned, sweep_dir) if ns.info else display.status(sweep_dir, planned))
+        elif ns.info:
+            print_json("sweep --info", display.info_data(spec, planned, sweep_dir))
+        elif ns.status:
+            print_json("sweep --status", {"sweep": sweep_dir.name, "runs": display.status_data(sweep_dir, planned)})
+        else:
+            info = display.info_data(spec, planned, sweep_dir)
+            print_json("sweep --dry-run", {"sweep": sweep_dir.name, "info": info, "plan": display.plan_data(planned)})
         return 0
     return launch(sweep_dir, ns, dry_run=ns.dry_run)
 
@@ -460,7 +481,13 @@ def run_compare(ns: argparse.Namespace) -> int:
         min_effect = min_effect if min_effect is not None else spec.metadata.min_effect
     else:
         named = [(p.name, p) for p in paths]
-    print(compare(load_runs(named, states), min_effect))
+    runs = load_runs(named, states)
+    if ns.json:
+        from ppolab.analysis.compare import comparison_data
+
+        print_json("compare", comparison_data(runs, min_effect))
+    else:
+        print(compare(runs, min_effect))
     return 0
 
 

@@ -58,6 +58,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         metavar="LIST",
         help="comma-separated credentials that must be ready (wandb,aws,hf); exit 1 if not",
     )
+    p.add_argument("--json", action="store_true", help="print the machine facts and credential states as JSON")
 
     p = sub.add_parser(
         "skills",
@@ -80,6 +81,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--run", action="store_true", help="train again with the same command, into a new folder")
     p.add_argument("--logdir", help="where the new run folder goes (default: the original --logdir)")
+    p.add_argument("--json", action="store_true", help="print the command, commit, versions, seed and device as JSON")
 
     p = sub.add_parser("matrix", help="envs x seeds benchmark commands", description=MATRIX_HELP, formatter_class=RAW)
     p.add_argument("--env-ids", nargs="+", required=True, metavar="ENV", help="envs to run")
@@ -96,6 +98,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default="list",
         help="with --workers 0: commands (list), the sweep.yaml (sweep) or the sbatch script (slurm)",
     )
+    p.add_argument("--json", action="store_true", help="with --workers 0: print the runs (seed, env, command) as JSON")
     p.add_argument("--name", help="sweep name under --root (default: matrix-ENV1-ENV2...)")
     p.add_argument("--write", action="store_true", help="write the sweep folder without running it")
     _add_launch_flags(p)
@@ -154,6 +157,13 @@ def run_doctor(ns: argparse.Namespace) -> int:
     unknown = [r for r in required if r not in CREDENTIALS]
     if unknown:
         raise UserError(f"--require: unknown credential '{unknown[0]}'; choose from {', '.join(CREDENTIALS)}")
+    if ns.json:
+        from ppolab.cli.main import print_json
+        from ppolab.ops.doctor import report_data
+
+        data = report_data(required)
+        print_json("doctor", data)
+        return 0 if data["ready"] else 1
     text, ready = report(required)
     print(text)
     return 0 if ready else 1
@@ -165,6 +175,14 @@ def run_repro(ns: argparse.Namespace) -> int:
     run_dir = Path(ns.run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder")
+    if ns.json:
+        if ns.run:
+            raise UserError("--json describes the run; drop it to --run")
+        from ppolab.cli.main import print_json
+        from ppolab.ops.repro import describe_data
+
+        print_json("repro", describe_data(run_dir))
+        return 0
     text, args = describe(run_dir)
     print(text)
     if not ns.run:
@@ -188,6 +206,15 @@ def run_matrix(ns: argparse.Namespace) -> int:
     check_workers(ns)
     res = _resources(ns)
     name = ns.name or "matrix-" + "-".join(ns.env_ids)
+    if ns.json:
+        if ns.workers or ns.write:
+            raise UserError("--json lists the matrix; drop it to --write or run it")
+        from ppolab.cli.main import print_json
+
+        pairs = zip(matrix.cells(), matrix.commands())
+        cells = [{"seed": seed, "env": env, "command": cmd} for (seed, env), cmd in pairs]
+        print_json("matrix", {"env_ids": ns.env_ids, "seeds": sorted({c["seed"] for c in cells}), "runs": cells})
+        return 0
     if ns.workers == 0 and not ns.write and ns.format == "list":
         print(matrix.listing())
         return 0

@@ -96,6 +96,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
     p.add_argument("--report", action="store_true", help="write the outputs of the study as it is; run no trial")
+    p.add_argument(
+        "--json", action="store_true", help="with --report: print the study (trials, best, importances) as JSON"
+    )
     add_model_flags(p, TrainConfig, skip=NOT_FLAGS)
 
 
@@ -125,8 +128,17 @@ def run_tune(ns: argparse.Namespace) -> int:
             study = optuna.load_study(study_name=ns.study, storage=storage)
         except KeyError:
             raise UserError(f"--study {ns.study}: no such study in {storage}") from None
-        _print_outputs(write_outputs(study, root / ns.study))
+        out = write_outputs(study, root / ns.study)
+        if ns.json:
+            from ppolab.cli.main import print_json
+            from ppolab.experiments.tune_report import study_data
+
+            print_json("tune --report", study_data(study, out))
+        else:
+            _print_outputs(out)
         return 0
+    if ns.json:
+        raise UserError("--json goes with --report")
     if not ns.space:
         raise UserError("--space FILE is required (the search space; see ppolab tune --help)")
     envs = ns.env_ids or ([ns.env] if ns.env else None)

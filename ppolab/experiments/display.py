@@ -1,4 +1,8 @@
-"""What `ppolab sweep` prints: the plan, --info, --status and --list (Markdown-style tables)."""
+"""What `ppolab sweep` prints: the plan, --info, --status and --list.
+
+Each is computed as plain data first (`*_data`), which `--json` prints as it is
+(schemas in the README, `schema_version` 1), and then as Markdown-style tables.
+"""
 
 from __future__ import annotations
 
@@ -24,21 +28,36 @@ def _changes(run: PlannedRun) -> str:
     return ", ".join(f"{k}={v}" for k, v in run.changes.items()) or "(defaults)"
 
 
+def plan_data(planned: list[PlannedRun]) -> list[dict]:
+    return [
+        {"run": i, "name": p.name, "key": p.key, "changes": p.changes, "command": p.command, "config": p.config}
+        for i, p in enumerate(planned, start=1)
+    ]
+
+
 def plan_table(planned: list[PlannedRun]) -> str:
     rows = [[str(i), p.name, _changes(p), p.command] for i, p in enumerate(planned, start=1)]
     return table(["Run", "Name", "Key Changes", "Command"], rows)
 
 
-def info(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> str:
+def info_data(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> dict:
     m = spec.metadata
-    steps = total_steps(planned)
+    return {
+        "sweep": sweep_dir.name, "title": m.name, "file": str(sweep_dir / SWEEP_FILE), "description": m.description,
+        "hypothesis": m.hypothesis, "min_effect": m.min_effect, "runs": len(planned), "runs_in_file": len(spec.runs),
+        "env_steps": total_steps(planned), "defaults": spec.defaults,
+    }  # fmt: skip
+
+
+def info(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> str:
+    d = info_data(spec, planned, sweep_dir)
     lines = [
-        f"Sweep: {m.name}  ({sweep_dir / SWEEP_FILE})",
-        f"Description: {m.description or '-'}",
-        f"Hypothesis: {m.hypothesis or '-'}",
-        f"Runs: {len(planned)} ({len(spec.runs)} in the file, expanded over seeds and grids)",
-        f"Estimated env steps: {steps:,}",
-        f"Defaults: {', '.join(f'{k}={v}' for k, v in spec.defaults.items()) or '-'}",
+        f"Sweep: {d['title']}  ({d['file']})",
+        f"Description: {d['description'] or '-'}",
+        f"Hypothesis: {d['hypothesis'] or '-'}",
+        f"Runs: {d['runs']} ({d['runs_in_file']} in the file, expanded over seeds and grids)",
+        f"Estimated env steps: {d['env_steps']:,}",
+        f"Defaults: {', '.join(f'{k}={v}' for k, v in d['defaults'].items()) or '-'}",
     ]
     return "\n".join(lines)
 
@@ -47,7 +66,8 @@ def _parse_time(stamp: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(stamp) if stamp else None
 
 
-def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
+def status_data(sweep_dir: Path, planned: list[PlannedRun]) -> list[dict]:
+    """One record per planned run: state, iterations done of planned, elapsed and ETA (s), latest reward."""
     state = SweepState.read(sweep_dir)
     now = dt.datetime.now().astimezone()
     slurm_job = (state.data.get("slurm") or {}).get("job_id") if state else None
@@ -56,42 +76,49 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
         from ppolab.ops.slurm import task_states
 
         slurm_states = task_states(slurm_job)
-    on_ray = bool(state) and any("ray_worker" in e for e in state.runs.values())
     rows = []
     for i, p in enumerate(planned, start=1):
         entry = state.runs.get(p.name) if state else None
-        slurm_cell = [f"{slurm_job}_{i - 1} {slurm_states.get(i - 1, 'gone')}"] if slurm_job else []
-        slurm_cell += [(entry or {}).get("ray_worker", "-")] if on_ray else []
-        if entry is None:
-            rows.append([str(i), p.name, "pending", f"0/{p.config.get('n_itr', 20000)}", "-", "-", "-", *slurm_cell])
-            continue
         n_itr = p.config.get("n_itr", 20000)
-        metrics = sweep_dir / entry["run_dir"] / "metrics.jsonl"
-        iters = read_jsonl(metrics).iterations if metrics.exists() else []
-        done_itr = iters[-1]["iteration"] + 1 if iters else 0
-        started, ended = _parse_time(entry["started"]), _parse_time(entry["ended"])
-        run_state = state.effective_state(p.name)
-        elapsed = ((ended or now) - started).total_seconds() if started else None
-        eta = "-"
-        if run_state == "running" and done_itr and iters:
-            per_itr = iters[-1]["total_time"] / done_itr
-            eta = _duration(per_itr * (n_itr - done_itr))
-        latest = next((r["mean_eprew"] for r in reversed(iters) if r["mean_eprew"] == r["mean_eprew"]), None)
-        label = run_state + (f" ({entry['reason']})" if entry.get("reason") and run_state != "done" else "")
-        rows.append(
-            [
-                str(i),
-                p.name,
-                label,
-                f"{done_itr}/{n_itr}",
-                _duration(elapsed) if elapsed else "-",
-                eta,
-                f"{latest:.1f}" if latest is not None else "-",
-                *slurm_cell,
-            ]
-        )
+        row = {"run": i, "name": p.name, "state": "pending", "reason": None, "iteration": 0, "n_itr": n_itr,
+               "elapsed_s": None, "eta_s": None, "latest_reward": None, "attempts": 0}  # fmt: skip
+        if slurm_job:
+            row["slurm_task"] = f"{slurm_job}_{i - 1} {slurm_states.get(i - 1, 'gone')}"
+        if entry is not None:
+            row.update(_progress(sweep_dir, state, p.name, entry, n_itr, now))
+        rows.append(row)
+    return rows
+
+
+def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr: int, now: dt.datetime) -> dict:
+    metrics = sweep_dir / entry.get("run_dir", f"runs/{name}") / "metrics.jsonl"
+    iters = read_jsonl(metrics).iterations if metrics.exists() else []
+    done_itr = iters[-1]["iteration"] + 1 if iters else 0
+    started, ended = _parse_time(entry.get("started")), _parse_time(entry.get("ended"))
+    run_state = state.effective_state(name)
+    eta = None
+    if run_state == "running" and done_itr:
+        eta = iters[-1]["total_time"] / done_itr * (n_itr - done_itr)
+    latest = next((r["mean_eprew"] for r in reversed(iters) if r["mean_eprew"] == r["mean_eprew"]), None)
+    return {
+        "state": run_state, "reason": entry.get("reason") if run_state != "done" else None, "iteration": done_itr,
+        "elapsed_s": ((ended or now) - started).total_seconds() if started else None, "eta_s": eta,
+        "latest_reward": latest, "attempts": entry.get("attempts", 0), "ray_worker": entry.get("ray_worker"),
+    }  # fmt: skip
+
+
+def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
+    rows = status_data(sweep_dir, planned)
+    slurm, ray = any("slurm_task" in r for r in rows), any(r.get("ray_worker") for r in rows)
+    cells = []
+    for r in rows:
+        label = r["state"] + (f" ({r['reason']})" if r["reason"] else "")
+        latest = f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-"
+        extra = ([r.get("slurm_task", "-")] if slurm else []) + ([r.get("ray_worker") or "-"] if ray else [])
+        cells.append([str(r["run"]), r["name"], label, f"{r['iteration']}/{r['n_itr']}", _duration(r["elapsed_s"]),
+                      _duration(r["eta_s"]), latest, *extra])  # fmt: skip
     header = ["Run", "Name", "State", "Iteration", "Elapsed", "ETA", "Latest Reward"]
-    return table(header + (["Slurm"] if slurm_job else []) + (["Ray worker"] if on_ray else []), rows)
+    return table(header + (["Slurm"] if slurm else []) + (["Ray worker"] if ray else []), cells)
 
 
 def _duration(seconds: float | None) -> str:
@@ -100,7 +127,7 @@ def _duration(seconds: float | None) -> str:
     return str(dt.timedelta(seconds=int(round(seconds))))
 
 
-def sweep_list(root: Path) -> str:
+def list_data(root: Path) -> list[dict]:
     from ppolab.errors import UserError
     from ppolab.experiments.plan import expand
     from ppolab.experiments.spec import load_sweep
@@ -110,14 +137,25 @@ def sweep_list(root: Path) -> str:
         sweep_dir = sweep_file.parent
         try:
             planned = expand(load_sweep(sweep_dir), sweep_dir)
-            total = str(len(planned))
+            total: int | None = len(planned)
         except UserError:
-            planned, total = [], "invalid"
+            planned, total = [], None
         state = SweepState.read(sweep_dir)
         done = sum(1 for p in planned if state and state.runs.get(p.name, {}).get("state") == "done")
-        activity = state.data.get("updated", "-") if state else "never launched"
-        running = state and any(state.effective_state(n) == "running" for n in state.runs)
-        rows.append([sweep_dir.name, f"{done}/{total}", "running" if running else "", activity])
+        running = bool(state) and any(state.effective_state(n) == "running" for n in state.runs)
+        rows.append({"sweep": sweep_dir.name, "path": str(sweep_dir), "done": done, "total": total,
+                     "valid": total is not None, "running": running,
+                     "last_activity": state.data.get("updated") if state else None})  # fmt: skip
+    return rows
+
+
+def sweep_list(root: Path) -> str:
+    rows = list_data(root)
     if not rows:
         return f"No sweeps under {root} (each is a folder with a {SWEEP_FILE}; state in {STATE_FILE})."
-    return table(["Sweep", "Done", "Now", "Last Activity"], rows)
+    cells = [
+        [r["sweep"], f"{r['done']}/{r['total'] if r['valid'] else 'invalid'}", "running" if r["running"] else "",
+         r["last_activity"] or "never launched"]
+        for r in rows
+    ]  # fmt: skip
+    return table(["Sweep", "Done", "Now", "Last Activity"], cells)

@@ -154,6 +154,23 @@ def write_outputs(study: optuna.Study, study_dir: Path) -> dict[str, Path | None
     return out
 
 
+def study_data(study: optuna.Study, out: dict[str, Path | None]) -> dict[str, Any]:
+    """`tune --report --json`: the study's settings, trial counts, best trials and importances."""
+    settings = study.user_attrs["settings"]
+    trials = [
+        {"number": t.number, "state": t.state.name.lower(), "value": t.value, "params": t.params}
+        for t in study.get_trials(deepcopy=False)
+    ]
+    complete = [t for t in trials if t["state"] == "complete"]
+    best = max(complete, key=lambda t: t["value"]) if complete else None
+    return {
+        "study": study.study_name, "envs": settings["envs"], "seeds": settings["seeds"], "metric": settings["metric"],
+        "counts": {s.name.lower(): sum(t["state"] == s.name.lower() for t in trials) for s in TrialState},
+        "best": best, "trials": trials, "importances": importances(study) if complete else None,
+        "files": {k: str(v) if v else None for k, v in out.items()},
+    }  # fmt: skip
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"

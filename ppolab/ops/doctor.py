@@ -169,18 +169,24 @@ def _docker() -> str:
     return f"{client} (client only: no engine running)"
 
 
+def report_data(required: list[str]) -> dict:
+    """Machine facts and each credential's state (set, missing, placeholder) and source, never a value."""
+    creds = [CHECKS[name]() for name in CREDENTIALS]
+    rows = [
+        {"name": c.name, "state": c.state, "required": c.name in required, "source": c.source} for c in creds
+    ]
+    ready = all(c.ready for c in creds if c.name in required)
+    return {"machine": machine(), "credentials": rows, "required": required, "ready": ready}
+
+
 def report(required: list[str]) -> tuple[str, bool]:
+    data = report_data(required)
     lines = ["Machine"]
-    lines += [f"  {k:<9} {v}" for k, v in machine().items()]
+    lines += [f"  {k:<9} {v}" for k, v in data["machine"].items()]
     lines.append("Credentials (values are never shown)")
-    ready = True
-    for name in CREDENTIALS:
-        cred = CHECKS[name]()
-        need = name in required
-        mark = "required" if need else "optional"
-        lines.append(f"  {name:<9} {cred.state:<12} {mark:<9} {cred.source}")
-        if need and not cred.ready:
-            ready = False
+    for c in data["credentials"]:
+        mark = "required" if c["required"] else "optional"
+        lines.append(f"  {c['name']:<9} {c['state']:<12} {mark:<9} {c['source']}")
     if required:
-        lines.append("Ready: yes" if ready else f"Ready: no ({', '.join(required)} required; see above)")
-    return "\n".join(lines), ready
+        lines.append("Ready: yes" if data["ready"] else f"Ready: no ({', '.join(required)} required; see above)")
+    return "\n".join(lines), data["ready"]

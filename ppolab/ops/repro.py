@@ -15,6 +15,24 @@ from ppolab.errors import UserError
 
 def describe(run_dir: Path) -> tuple[str, list[str]]:
     """The text to print, and the `ppolab train` arguments that reproduce the run."""
+    d = describe_data(run_dir)
+    lines = [f"Run: {run_dir}", f"Command: {d['train_command']}"]
+    commit = d["git_commit"]
+    lines.append(f"Git commit: {commit or 'unknown (not run from a git checkout)'}")
+    if d["git_dirty"]:
+        lines.append(
+            f"WARNING: the working tree had uncommitted changes; they are saved in {d['git_diff']} "
+            f"(git checkout {commit} && git apply {d['git_diff']})"
+        )
+    versions = ", ".join(f"{k} {v}" for k, v in d["versions"].items())
+    lines.append(f"Versions: {versions or 'unknown'}")
+    lines.append(f"Platform: {d['platform'] or 'unknown'}, {d['cpu_count'] or '?'} CPUs")
+    lines.append(f"Seed: {d['seed']}   Device: {d['device']}")
+    return "\n".join(lines), d["train_args"]
+
+
+def describe_data(run_dir: Path) -> dict:
+    """What reproduces the run: its command, commit (and saved diff), versions, seed, device (`repro --json`)."""
     try:
         command = (run_dir / "command.txt").read_text().strip()
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -22,23 +40,17 @@ def describe(run_dir: Path) -> tuple[str, list[str]]:
         raise UserError(f"{run_dir}: {Path(exc.filename).name} is missing; is it a ppolab run folder?") from None
     meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     system = meta.get("system", {})
-    lines = [f"Run: {run_dir}", f"Command: {command}"]
-    commit = meta.get("git_commit")
-    lines.append(f"Git commit: {commit or 'unknown (not run from a git checkout)'}")
-    if meta.get("git_dirty"):
-        diff = run_dir / "git.diff"
-        lines.append(
-            f"WARNING: the working tree had uncommitted changes; they are saved in {diff} "
-            f"(git checkout {commit} && git apply {diff})"
-        )
-    versions = ", ".join(f"{k} {system[k]}" for k in ("ppolab", "python", "mujoco", "torch", "numpy") if k in system)
-    lines.append(f"Versions: {versions or 'unknown'}")
-    lines.append(f"Platform: {system.get('platform', 'unknown')}, {system.get('cpu_count', '?')} CPUs")
-    lines.append(f"Seed: {config.get('seed')}   Device: {config.get('device')}")
     args = shlex.split(command)
     if args[:2] != ["ppolab", "train"]:
         raise UserError(f"{run_dir / 'command.txt'}: not a ppolab train command")
-    return "\n".join(lines), args[2:]
+    dirty = bool(meta.get("git_dirty"))
+    return {
+        "run": str(run_dir), "train_command": command, "train_args": args[2:], "git_commit": meta.get("git_commit"),
+        "git_dirty": dirty, "git_diff": str(run_dir / "git.diff") if dirty else None,
+        "versions": {k: system[k] for k in ("ppolab", "python", "mujoco", "torch", "numpy") if k in system},
+        "platform": system.get("platform"), "cpu_count": system.get("cpu_count"),
+        "seed": config.get("seed"), "device": config.get("device"),
+    }  # fmt: skip
 
 
 def rerun(args: list[str], logdir: str | None) -> int:
