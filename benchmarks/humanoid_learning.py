@@ -40,13 +40,20 @@ def main() -> None:
     ap.add_argument(
         "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
     )
-    ap.add_argument("--curve", action="store_true", help="jvrc_walk: the walk check of every checkpoint vs wall time")
+    ap.add_argument(
+        "--curve", action="store_true", help="jvrc_walk: the walk check of every checkpoint vs wall time (no training)"
+    )
     args = ap.parse_args()
     if args.check:
         print(json.dumps(checks(args.env, Path(args.check)), indent=2))
         return
     run_name = f"{args.env}-learning-s{args.seed}"
     run_dir = Path(args.logdir) / run_name
+    if args.curve:  # the curve so far, without training further
+        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        for point in walk_curve(run_dir, rows):
+            print(json.dumps(point))
+        return
     n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
     cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
     cmd += ["--logdir", args.logdir, "--run-name", run_name]
@@ -73,7 +80,7 @@ def main() -> None:
         "command": " ".join(cmd[2:]),
     }
     summary["checks"] = checks(args.env, run_dir)
-    if args.env == "jvrc_walk" and args.curve:
+    if args.env == "jvrc_walk":
         summary["walk_curve"] = walk_curve(run_dir, rows)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -93,16 +100,26 @@ def checks(env: str, path: Path) -> dict:
 
 
 def walk_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
-    """The walk check's score of every saved actor_<itr>.pt against the wall time of its iteration."""
+    """The walk check's score of every saved actor_<itr>.pt against the wall time of its iteration.
+
+    Results are kept in RUN_DIR/walk_curve.jsonl, so each checkpoint is checked once, also across
+    sessions (the checkpoints themselves need not be kept).
+    """
     from ppolab.ppo import behaviour
 
+    cache = run_dir / "walk_curve.jsonl"
+    curve = {r["iteration"]: r for r in map(json.loads, cache.read_text().splitlines())} if cache.exists() else {}
     times = {r["iteration"]: r["total_time"] for r in rows if r["type"] == "iteration"}
-    curve = []
     for path in sorted(run_dir.glob("actor_*.pt"), key=lambda p: int(p.stem.split("_")[1])):
         itr = int(path.stem.split("_")[1])
+        if itr in curve:
+            continue
         result = behaviour.walk(path)
-        curve.append({"iteration": itr, "wall_s": times.get(itr), "score": result["score"], "passed": result["passed"]})
-    return curve
+        curve[itr] = {"iteration": itr, "wall_s": times.get(itr), "score": result["score"], "passed": result["passed"],
+                      "distance_share": result["distance_share"], "still_up": result["still_up"]}  # fmt: skip
+        with cache.open("a") as f:
+            f.write(json.dumps(curve[itr]) + "\n")
+    return [curve[k] for k in sorted(curve)]
 
 
 def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:
