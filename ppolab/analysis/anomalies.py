@@ -49,7 +49,7 @@ CHECKED_FOR_NAN = ("actor_loss", "critic_loss", "kl", "entropy", "clip_fraction"
 class Thresholds(BaseModel):
     """Anomaly thresholds: defaults here, overridden by a YAML file (same keys) and then by flags."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     critic_loss: float = Field(1000.0, gt=0, description="critic loss above this: possible divergence")
     kl: float = Field(0.05, gt=0, description="mean KL above this: the policy changes too fast")

@@ -118,20 +118,40 @@ def parse_log(text: str, source: str = "log") -> RunRecords:
     return out
 
 
+def _valid(rec: object) -> bool:
+    """A record as ppolab writes it: a mapping with a type, an iteration count and numbers for values."""
+    if not isinstance(rec, dict) or rec.get("type") not in ("iteration", "eval"):
+        return False
+    itr = rec.get("iteration")
+    if not isinstance(itr, int) or isinstance(itr, bool) or itr < 0:
+        return False
+    return all(
+        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+        for k, v in rec.items()
+        if k not in ("type", "iteration")
+    )
+
+
 def read_jsonl(path: Path) -> RunRecords:
+    """Records of metrics.jsonl; a line cut off by a crash, or damaged (not a record), is skipped and counted."""
     out = RunRecords(source=str(path))
-    for line in path.read_text().splitlines():
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"{path}: unreadable ({exc.strerror})") from None
+    for line in text.splitlines():
         try:
             rec = json.loads(line)
-        except ValueError:  # a line cut off by a crash
+        except ValueError:
+            rec = None
+        if not _valid(rec):
+            out.incomplete += bool(line.strip())
             continue
-        if rec.get("type") == "eval":
-            out.evals.append(rec)
-        elif rec.get("type") == "iteration":
-            out.iterations.append(rec)
+        (out.evals if rec["type"] == "eval" else out.iterations).append(rec)
+    out.iterations.sort(key=lambda r: r["iteration"])
     log = path.with_name("train.log")
     if log.exists():  # the summary line, when the run ended normally or by Ctrl-C
-        for line in reversed(log.read_text().splitlines()[-5:]):
+        for line in reversed(log.read_text(errors="replace").splitlines()[-5:]):
             if m := FINAL.match(line):
                 out.final_time = float(m.group(1))
                 break

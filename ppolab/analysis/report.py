@@ -19,6 +19,7 @@ import numpy as np
 from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.compare import Configuration, compare, fps_spread, group, load_runs, verdict
 from ppolab.analysis.parse import load_run
+from ppolab.errors import UserError
 from ppolab.experiments.display import plan_table
 from ppolab.experiments.plan import expand
 from ppolab.experiments.spec import load_sweep
@@ -51,11 +52,11 @@ def _curves(config: Configuration, key: str, x_key: str = "iteration", evals: bo
 
 def run_states(sweep_dir: Path) -> dict[str, str]:
     """Each run's state from state.json ({} when there is none yet or it cannot be read)."""
-    state = SweepState.read(sweep_dir)
     try:
-        return {name: state.effective_state(name) for name in state.runs} if state else {}
-    except (KeyError, TypeError, AttributeError):  # a damaged state.json: judge by the run folders alone
+        state = SweepState.read(sweep_dir)
+    except UserError:  # a damaged state.json: judge by the run folders alone (--status says what is wrong)
         return {}
+    return {name: state.effective_state(name) for name in state.runs} if state else {}
 
 
 def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warning: str | None = None) -> list[str]:

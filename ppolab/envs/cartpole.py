@@ -19,7 +19,7 @@ from ppolab.envs.scene import add_floor, add_lights, add_sky
 class CartpoleConfig(BaseModel):
     """Physical constants of the swing-up task."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     physics_dt: float = 0.005
     control_dt: float = 0.02

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from ppolab.envs import env_class
 from ppolab.errors import UserError
+from ppolab.util import yaml_file
 
 ENV_FILE = "env.yaml"
 
@@ -67,13 +68,11 @@ def load_overrides(env: str, path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
+        data, _ = yaml_file.load(Path(path))
+    except (FileNotFoundError, IsADirectoryError):
         raise UserError(f"--yaml {path}: no such file") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark else ""
-        raise UserError(f"--yaml {path}: not valid YAML{line}") from None
+    except yaml_file.YamlFileError as exc:
+        raise UserError(f"--yaml {exc}") from None
     return validate(env, data, path)
 
 

@@ -41,7 +41,7 @@ def model_dir() -> Path:
 
 
 class H1Rewards(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     still: float = 0.2
     height: float = 0.3

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Randomization(BaseModel):
     """Domain randomisation, drawn per env at every reset (pushes: during the episode)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     obs_noise: float = Field(0.01, ge=0, description="std of Gaussian noise added to each observation")
@@ -41,7 +41,7 @@ class Randomization(BaseModel):
 class HumanoidConfig(BaseModel):
     """Timing, gains, action shaping and initial-state noise; each task adds its own reward weights."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     physics_dt: float = Field(0.001, gt=0)
     control_dt: float = Field(0.025, gt=0)

@@ -248,7 +248,7 @@ def gait_scores(b: HumanoidBatch, swing: np.ndarray, weight: float) -> tuple[np.
 class WalkRewards(BaseModel):
     """LearningHumanoidWalking's walking reward weights (they sum to 1)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     foot_force: float = 0.225
     foot_velocity: float = 0.225

@@ -45,7 +45,7 @@ FOOT_HALF_Z = FOOT_HALF[2]  # the sole sites sit at the soles' centres, this far
 class StepRewards(BaseModel):
     """LearningHumanoidWalking's stepping reward weights (they sum to 0.9, as there)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     foot_force: float = 0.15
     foot_velocity: float = 0.15

@@ -140,11 +140,14 @@ def list_data(root: Path) -> list[dict]:
             total: int | None = len(planned)
         except UserError:
             planned, total = [], None
-        state = SweepState.read(sweep_dir)
+        try:
+            state, damaged = SweepState.read(sweep_dir), None
+        except UserError as exc:  # one damaged sweep does not hide the others
+            state, damaged = None, str(exc)
         done = sum(1 for p in planned if state and state.runs.get(p.name, {}).get("state") == "done")
         running = bool(state) and any(state.effective_state(n) == "running" for n in state.runs)
         rows.append({"sweep": sweep_dir.name, "path": str(sweep_dir), "done": done, "total": total,
-                     "valid": total is not None, "running": running,
+                     "valid": total is not None, "running": running, "state_error": damaged,
                      "last_activity": state.data.get("updated") if state else None})  # fmt: skip
     return rows
 
@@ -155,7 +158,7 @@ def sweep_list(root: Path) -> str:
         return f"No sweeps under {root} (each is a folder with a {SWEEP_FILE}; state in {STATE_FILE})."
     cells = [
         [r["sweep"], f"{r['done']}/{r['total'] if r['valid'] else 'invalid'}", "running" if r["running"] else "",
-         r["last_activity"] or "never launched"]
+         "state.json damaged" if r["state_error"] else r["last_activity"] or "never launched"]
         for r in rows
     ]  # fmt: skip
     return table(["Sweep", "Done", "Now", "Last Activity"], cells)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ppolab.errors import UserError
-from ppolab.experiments.spec import SweepSpec, load_sweep
+from ppolab.experiments.spec import NAME, SweepSpec, load_sweep
 from ppolab.ppo.config import TrainConfig, flag
 
 RUNS_DIR = "runs"
@@ -38,6 +38,8 @@ class PlannedRun:
 
 
 def _tag(value: Any) -> str:
+    if isinstance(value, list):
+        return "x".join(_tag(v) for v in value)  # hidden_sizes [256, 256] -> 256x256
     return str(value).replace(".", "").replace("-", "m").replace(" ", "")
 
 
@@ -109,4 +111,10 @@ def load_plan(sweep_dir: Path) -> tuple[SweepSpec, list[PlannedRun]]:
     dupes = duplicate_names(planned)
     if dupes:
         raise UserError(f"{sweep_dir}: runs expand to the same name '{dupes[0]}'; rename a run")
+    bad = next((p for p in planned if not NAME.fullmatch(p.name)), None)
+    if bad:
+        raise UserError(
+            f"{sweep_dir}: run {bad.key} expands to the name {bad.name!r}, which cannot name a folder; "
+            "use grid values made of letters, digits and _ . + = -"
+        )
     return spec, planned

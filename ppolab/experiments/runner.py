@@ -29,6 +29,7 @@ from ppolab.errors import UserError
 from ppolab.experiments.machine_lock import MachineLock
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, now
+from ppolab.ppo.run_files import MARKER
 
 STOP_GRACE_S = 60.0
 
@@ -237,11 +238,14 @@ def started_entry(job: Job, attempts: int, reason: str | None = None, **where: s
 def prepare_run_dir(run_dir: Path, argv: list[str]) -> tuple[list[str], bool]:
     """The command for a run's next attempt: `--resume` if it has a checkpoint, else a fresh start.
 
-    A folder without a checkpoint never finished an iteration; it is moved aside, not deleted.
+    A folder of ppolab's own without a checkpoint never finished an iteration; it is moved aside, not
+    deleted. A folder ppolab did not make (no marker) is never touched: the run is refused.
     """
     if (run_dir / "last.pt").is_file():
         return ["ppolab", "train", "--resume", str(run_dir)], True
-    if run_dir.exists():
+    if run_dir.exists() or run_dir.is_symlink():
+        if run_dir.is_symlink() or not (run_dir / MARKER).is_file():
+            raise UserError(f"{run_dir} exists and is not a ppolab run folder; move it away or rename the run")
         shutil.move(str(run_dir), str(run_dir.with_name(f"{run_dir.name}.incomplete-{int(time.time())}")))
     return argv, False
 

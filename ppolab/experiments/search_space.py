@@ -31,7 +31,7 @@ NOT_SEARCHED = NOT_IN_SWEEPS | {"env", "seed"}  # tune sets these per run (--env
 
 
 class FloatRange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: Literal["float"]
     low: float
     high: float
@@ -40,7 +40,7 @@ class FloatRange(BaseModel):
 
 
 class IntRange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: Literal["int"]
     low: int
     high: int
@@ -49,7 +49,7 @@ class IntRange(BaseModel):
 
 
 class Choice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: Literal["categorical"]
     choices: list[Any] = Field(min_length=1)
 
@@ -62,7 +62,7 @@ class _Searched(BaseModel):
 
 
 class SpaceFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     params: dict[str, Any] = Field(min_length=1)
     target_scores: dict[str, tuple[float, float]] = Field(default_factory=dict)
 

@@ -19,23 +19,27 @@ reported as `FILE:LINE: what is wrong; how to fix it`.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ppolab.errors import UserError
-from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.config import RUN_NAME, TrainConfig
+from ppolab.util import yaml_file
 
 SWEEP_FILE = "sweep.yaml"
+MAX_RUNS = 10_000  # planned runs in one sweep: more is a mistake (a grid of 10^6), not a plan
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+NAME = RUN_NAME  # a run name is a folder name
 NOT_IN_SWEEPS = {"logdir", "run_name", "continued"}  # set per run by the runner, not by the file
 
 
 class Metadata(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str
     description: str = ""
     hypothesis: str = ""
@@ -48,49 +52,30 @@ class Metadata(BaseModel):
 class Resources(BaseModel):
     """What one run reserves on a Ray cluster (`ppolab sweep --executor ray`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     num_cpus: float = Field(1.0, gt=0)
     num_gpus: float = Field(0.0, ge=0)
 
 
 class RunSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str
     description: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
-    seeds: list[int] | None = None
+    seeds: list[Seed] | None = None
     timeout: float | None = Field(None, gt=0)
     resources: Resources | None = None
 
 
 class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     metadata: Metadata
     defaults: dict[str, Any] = Field(default_factory=dict)
-    seeds: list[int] | None = None
+    seeds: list[Seed] | None = None
     timeout: float | None = Field(None, gt=0)
     resources: Resources = Field(default_factory=Resources)
     runs: dict[str, RunSpec] = Field(min_length=1)
-
-
-def line_index(text: str) -> dict[tuple[str, ...], int]:
-    """1-based line of every key path in the YAML document."""
-    lines: dict[tuple[str, ...], int] = {}
-
-    def walk(node, path: tuple[str, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                p = (*path, str(key.value))
-                lines[p] = key.start_mark.line + 1
-                walk(value, p)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                lines[(*path, str(i))] = item.start_mark.line + 1
-                walk(item, (*path, str(i)))
-
-    walk(yaml.compose(text), ())
-    return lines
 
 
 class Locator:
@@ -111,17 +96,16 @@ def closest(word: str, options: list[str]) -> str:
 
 
 def read_yaml(path: Path, missing_hint: str) -> tuple[Any, Locator]:
-    """A YAML file and a locator for its keys' lines; a missing file or a syntax error is one UserError."""
+    """A YAML file and a locator for its keys' lines; whatever is wrong with the file is one UserError."""
     try:
-        text = path.read_text()
-    except (FileNotFoundError, IsADirectoryError):
+        data, root = yaml_file.load(path)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise UserError(f"{path}: no such file; {missing_hint}") from None
-    try:
-        return yaml.safe_load(text), Locator(path, line_index(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise UserError(f"{path}:{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
+    except PermissionError:
+        raise UserError(f"{path}: not readable (permission denied)") from None
+    except yaml_file.YamlFileError as exc:
+        raise UserError(str(exc)) from None
+    return data, Locator(path, yaml_file.line_index(root))
 
 
 def load_sweep(sweep_dir: Path) -> SweepSpec:
@@ -130,6 +114,7 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
     raw, loc = read_yaml(path, "a sweep folder holds a " + SWEEP_FILE)
     if not isinstance(raw, dict):
         raise UserError(f"{path}:1: a sweep file is a mapping with metadata, defaults and runs")
+    _refuse_resolvers(raw, loc, ())
     try:
         resolved = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
     except OmegaConfBaseException as exc:
@@ -157,8 +142,42 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
                 ("runs", key, "name"), f"duplicate run name '{run.name}' (also run {seen[run.name]}); rename one"
             )
         seen[run.name] = key
+    _check_names(spec, loc)
     _check_train_keys(spec, loc)
     return spec
+
+
+def _refuse_resolvers(node: Any, loc: Locator, keys: tuple) -> None:
+    """`${a.b}` references stay; resolvers (`${oc.env:VAR}`, `${oc.decode:...}`) would read the environment
+    into the plan, the logs and the run folders, so they are refused."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not isinstance(k, (str, int, float, bool)) and k is not None:
+                raise loc.error(keys, f"a key must be text or a number, not {type(k).__name__}")
+            _refuse_resolvers(v, loc, (*keys, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _refuse_resolvers(v, loc, (*keys, i))
+    elif isinstance(node, str) and re.search(r"\$\{[^}]*:", node):
+        raise loc.error(keys, f"{node!r}: resolvers such as oc.env are not allowed; write the value itself")
+
+
+def _check_names(spec: SweepSpec, loc: Locator) -> None:
+    """Run names become folder names: identifiers only, and not too many runs to plan."""
+    total = 0
+    for key, run in spec.runs.items():
+        if not NAME.fullmatch(run.name):
+            raise loc.error(
+                ("runs", key, "name"),
+                f"run name {run.name!r}: use letters, digits and _ . + = - (at most 100, not starting with . or -); "
+                "it names a folder",
+            )
+        count = len(run.seeds if run.seeds is not None else spec.seeds or [None])
+        for values in run.grid.values():
+            count *= max(1, len(values))
+        total += count
+        if total > MAX_RUNS:
+            raise loc.error(("runs", key), f"more than {MAX_RUNS:,} planned runs; split the sweep or shrink its grid")
 
 
 def _check_train_keys(spec: SweepSpec, loc: Locator) -> None:

@@ -71,6 +71,48 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
+ENTRY_TYPES = {
+    "state": str, "pid": (int, type(None)), "host": (str, type(None)), "started": (str, type(None)),
+    "ended": (str, type(None)), "exit_code": (int, type(None)), "attempts": int, "run_dir": str,
+    "reason": (str, type(None)), "summary": (dict, type(None)),
+}  # fmt: skip
+
+
+def _read(sweep_dir: Path) -> dict[str, Any]:
+    """state.json, checked against the shape ppolab writes; anything else is one UserError."""
+    path = sweep_dir / STATE_FILE
+    aside = f"move it aside (e.g. to {STATE_FILE}.damaged) to start the sweep's bookkeeping again; runs resume"
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"{path}: not valid JSON; {aside}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: unreadable ({exc.strerror}); {aside}") from None
+    problem = _shape_problem(data)
+    if problem:
+        raise UserError(f"{path}: damaged ({problem}); {aside}")
+    return data
+
+
+def _shape_problem(data: Any) -> str | None:
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
+        return "no 'runs' mapping"
+    for name, entry in data["runs"].items():
+        if not isinstance(entry, dict):
+            return f"run {name!r} is not a mapping"
+        for key, kind in ENTRY_TYPES.items():
+            if key in entry and (not isinstance(entry[key], kind) or isinstance(entry[key], bool) and kind is int):
+                return f"run {name!r}: {key} is {type(entry[key]).__name__}"
+        missing = [k for k in ("state", "run_dir", "attempts") if k not in entry]
+        if missing:
+            return f"run {name!r} has no {missing[0]}"
+        if entry["state"] not in STATES:
+            return f"run {name!r}: unknown state {entry['state']!r}"
+        if entry["run_dir"] != f"runs/{name}":
+            return f"run {name!r}: run_dir {entry['run_dir']!r} is not runs/{name}"
+    return None
+
+
 class SweepState:
     def __init__(self, sweep_dir: Path, data: dict[str, Any]) -> None:
         self.path = sweep_dir / STATE_FILE
@@ -79,26 +121,19 @@ class SweepState:
     @classmethod
     def load(cls, sweep_dir: Path, sweep_name: str, run_dirs: dict[str, str]) -> SweepState:
         """Read state.json (or start one); add runs new to the plan, keep what is recorded."""
-        path = sweep_dir / STATE_FILE
         data: dict[str, Any] = {"sweep": sweep_name, "updated": now(), "runner_pid": None, "runs": {}}
-        if path.exists():
-            try:
-                data = json.loads(path.read_text())
-            except ValueError:
-                raise UserError(
-                    f"{path}: not valid JSON; move it aside to start the sweep's bookkeeping again"
-                ) from None
+        if (sweep_dir / STATE_FILE).exists():
+            data = _read(sweep_dir)
         for name, run_dir in run_dirs.items():
             data["runs"].setdefault(name, new_entry(run_dir))
         return cls(sweep_dir, data)
 
     @classmethod
     def read(cls, sweep_dir: Path) -> SweepState | None:
-        path = sweep_dir / STATE_FILE
-        try:
-            return cls(sweep_dir, json.loads(path.read_text()))
-        except (FileNotFoundError, ValueError):
+        """The recorded state, None before the first launch; a damaged file is a UserError saying so."""
+        if not (sweep_dir / STATE_FILE).exists():
             return None
+        return cls(sweep_dir, _read(sweep_dir))
 
     @property
     def runs(self) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ use the same names.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,15 +17,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ppolab.envs import ENVS
 from ppolab.ppo.presets import with_preset
 
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,99}")  # a folder name: no path, no leading dot or dash
+
 
 class TrainConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     env: str = Field(description="task to train: " + ", ".join(sorted(ENVS)))
     logdir: str = Field("logs", description="root folder; each run gets a new folder inside it")
     run_name: str | None = Field(None, description="name of the run folder (default: time, env and seed)")
     experiment_tag: str | None = Field(None, description="free-form tag recorded with the run (sweeps set it)")
-    n_itr: int = Field(20000, gt=0, description="training iterations")
+    n_itr: int = Field(20000, gt=0, le=10**9, description="training iterations")
     lr: float = Field(3e-4, gt=0, description="Adam learning rate for actor and critic")
     eps: float = Field(1e-5, gt=0, description="Adam epsilon")
     gamma: float = Field(0.99, gt=0, le=1, description="discount factor")
@@ -41,7 +44,9 @@ class TrainConfig(BaseModel):
     max_traj_len: int = Field(400, gt=0, description="steps each env collects per iteration, and the episode horizon")
     eval_freq: int = Field(100, gt=0, description="evaluate and checkpoint every N iterations (and at 0 and the end)")
     eval_episodes: int = Field(10, gt=0, description="deterministic episodes per evaluation")
-    seed: int | None = Field(None, ge=0, description="random seed (default: drawn at random and recorded)")
+    seed: int | None = Field(
+        None, ge=0, le=2**32 - 1, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
+    )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="device for the update (sampling is on CPU)")
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
@@ -70,6 +75,15 @@ class TrainConfig(BaseModel):
     def _known_env(cls, v: str) -> str:
         if v not in ENVS:
             raise ValueError(f"unknown env {v!r}; choose one of: {', '.join(sorted(ENVS))}")
+        return v
+
+    @field_validator("run_name")
+    @classmethod
+    def _folder_name(cls, v: str | None) -> str | None:
+        if v is not None and not RUN_NAME.fullmatch(v):
+            raise ValueError(
+                "use letters, digits and _ . + = - (at most 100, not starting with . or -); it names a folder"
+            )
         return v
 
     @field_validator("hidden_sizes")

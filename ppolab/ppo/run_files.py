@@ -34,8 +34,17 @@ if TYPE_CHECKING:
     from ppolab.ppo.tracking import Tracker
 
 
+MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside
+
+
 def create_run_dir(cfg: TrainConfig) -> Path:
-    """Make a new, empty run folder; never reuse an existing one."""
+    """Make a new run folder (holding only its marker); never reuse an existing one."""
+    path = _new_folder(cfg)
+    (path / MARKER).write_text("a ppolab run folder\n")
+    return path
+
+
+def _new_folder(cfg: TrainConfig) -> Path:
     root = Path(cfg.logdir)
     root.mkdir(parents=True, exist_ok=True)
     if cfg.run_name:
@@ -148,22 +157,45 @@ def load_config(run_dir: Path) -> TrainConfig:
 class MetricsLog:
     """metrics.jsonl, TensorBoard scalars and (with --track) W&B; on resume, drops records past the checkpoint."""
 
-    def __init__(self, run_dir: Path, resume_from: int | None = None, tracker: Tracker | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        resume_from: int | None = None,
+        tracker: Tracker | None = None,
+        restore: list[dict] | None = None,
+    ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.path = run_dir / "metrics.jsonl"
-        if resume_from is not None and self.path.exists():
-            kept = [
-                line
-                for line in self.path.read_text().splitlines()
-                if line.strip() and _complete_before(line, resume_from)
-            ]
-            atomic_write_text(self.path, "".join(line + "\n" for line in kept))
+        self.notes: list[str] = []
+        if resume_from is not None:
+            self._repair(resume_from, restore or [])
         self.file = open(self.path, "a")
         self.tb = SummaryWriter(str(run_dir), purge_step=resume_from)
         self.tracker = tracker
 
+    def _repair(self, resume_from: int, restore: list[dict]) -> None:
+        """Keep the complete records before the checkpoint; put back the checkpoint's own iteration from
+        the copy last.pt holds when the file lost it (a torn last line); say what cannot be recovered."""
+        text = self.path.read_bytes().decode("utf-8", errors="replace") if self.path.exists() else ""
+        kept = [line for line in text.splitlines() if line.strip() and _complete_before(line, resume_from)]
+        have = {(r["type"], r["iteration"]) for r in map(json.loads, kept)}
+        for rec in restore:
+            if (rec.get("type"), rec.get("iteration")) not in have:
+                kept.append(json.dumps(rec, allow_nan=True))
+                have.add((rec["type"], rec["iteration"]))
+                self.notes.append(f"metrics.jsonl had lost its {rec['type']} record of iteration {rec['iteration']}: "
+                                  "restored from last.pt")  # fmt: skip
+        lost = sorted(set(range(resume_from)) - {i for kind, i in have if kind == "iteration"})
+        if lost:
+            self.notes.append(
+                f"metrics.jsonl lacks {len(lost)} iteration(s) the checkpoint covers ({lost[0]}..{lost[-1]}): "
+                "their records are lost; training goes on"
+            )
+        atomic_write_text(self.path, "".join(line + "\n" for line in kept))
+
     def iteration(self, rec: dict) -> None:
+        self.written = [{"type": "iteration", **rec}]
         self._write({"type": "iteration", **rec})
         scalars = {f"charts/{k}": rec[k] for k in ("mean_eprew", "mean_eplen", "noise_std", "fps")}
         for key in ("actor_loss", "critic_loss", "mirror_loss", "kl", "entropy", "clip_fraction"):
@@ -171,6 +203,7 @@ class MetricsLog:
         self._scalars(scalars, rec["iteration"])
 
     def evaluation(self, rec: dict) -> None:
+        self.written.append({"type": "eval", **rec})
         self._write({"type": "eval", **rec})
         self._scalars({"eval/reward": rec["reward"], "eval/length": rec["length"]}, rec["iteration"])
 
@@ -193,6 +226,7 @@ class MetricsLog:
 
 def _complete_before(line: str, iteration: int) -> bool:
     try:
-        return json.loads(line)["iteration"] < iteration
+        rec = json.loads(line)
+        return rec["type"] in ("iteration", "eval") and 0 <= int(rec["iteration"]) < iteration
     except (ValueError, KeyError, TypeError):
-        return False  # a line cut off by a crash
+        return False  # a line cut off by a crash, or damaged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
@@ -86,6 +87,56 @@ def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor,
     return actor, critic
 
 
+def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> tuple:
+    """Load last.pt: (first iteration to run, total steps, time so far, best eval, last.pt's own records).
+
+    A damaged last.pt falls back to the newest actor_<N>.pt/critic_<N>.pt pair that loads (the optimiser's
+    state then starts afresh), else to iteration 0; `notes` says which.
+    """
+    try:
+        state = ckpt.load(run_dir / "last.pt")
+        actor.load_state_dict(state["actor"])
+        critic.load_state_dict(state["critic"])
+        optimizer.load_state_dict(state["optimizer"])
+        best = tuple(state["best_eval"]) if state["best_eval"] is not None else None
+        notes.append(f"Resuming {run_dir} at iteration {state['iteration'] + 1}")
+        return state["iteration"] + 1, state["total_steps"], state["total_time"], best, state.get("records")
+    except (UserError, KeyError, TypeError, RuntimeError, ValueError) as exc:
+        why = str(exc).split(": ", 1)[-1] if isinstance(exc, UserError) else type(exc).__name__
+    pairs = sorted(int(p.stem.split("_")[1]) for p in run_dir.glob("actor_*.pt") if p.stem.split("_")[1].isdigit())
+    for itr in reversed(pairs):
+        try:
+            actor.load_state_dict(ckpt.load(run_dir / f"actor_{itr}.pt")["state_dict"])
+            critic.load_state_dict(ckpt.load(run_dir / f"critic_{itr}.pt")["state_dict"])
+        except (UserError, KeyError, TypeError, RuntimeError):
+            continue
+        rows = read_records(run_dir / "metrics.jsonl", upto=itr)
+        last = next((r for r in reversed(rows) if r.get("type") == "iteration" and r["iteration"] == itr), {})
+        evals = [(r["reward"], r["iteration"]) for r in rows if r.get("type") == "eval"]
+        notes.append(
+            f"last.pt is unreadable ({why}); resuming from actor_{itr}.pt and critic_{itr}.pt (iteration {itr}); "
+            "the optimizer's state starts afresh"
+        )
+        best = max(evals) if evals else None
+        return itr + 1, int(last.get("total_steps", 0)), float(last.get("total_time", 0.0)), best, None
+    notes.append(f"last.pt is unreadable ({why}) and no checkpoint pair loads: training restarts at iteration 0")
+    return 0, 0, 0.0, None, None
+
+
+def read_records(path: Path, upto: int) -> list[dict]:
+    """The complete metrics records of iterations 0..upto (damaged lines skipped)."""
+    out = []
+    if path.exists():
+        for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+            try:
+                rec = json.loads(line)
+                if isinstance(rec, dict) and 0 <= int(rec["iteration"]) <= upto:
+                    out.append(rec)
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
 def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> list[str]:
     """--continued: load an actor (and the critic beside it, if any); returns notes to print."""
     actor_path = ckpt.find_actor(Path(path))
@@ -142,16 +193,10 @@ def train(
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
 
-    start_itr, total_steps, prior_time, best = 0, 0, 0.0, None
+    start_itr, total_steps, prior_time, best, restore = 0, 0, 0.0, None, None
     if resume_dir is not None:
-        state = ckpt.load(resume_dir / "last.pt")
-        actor.load_state_dict(state["actor"])
-        critic.load_state_dict(state["critic"])
-        optimizer.load_state_dict(state["optimizer"])
-        start_itr, total_steps, prior_time = state["iteration"] + 1, state["total_steps"], state["total_time"]
-        best = tuple(state["best_eval"]) if state["best_eval"] is not None else None
+        start_itr, total_steps, prior_time, best, restore = resume_point(resume_dir, actor, critic, optimizer, notes)
         run_dir = resume_dir
-        notes.append(f"Resuming {run_dir} at iteration {start_itr}")
     else:
         run_dir = create_run_dir(cfg)
     system = system_info()
@@ -189,7 +234,10 @@ def train(
     for note in notes:
         console.line(note)
     tracker = Tracker(cfg, run_dir, say=console.line)
-    metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None, tracker=tracker)
+    metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None, tracker=tracker,
+                         restore=restore)  # fmt: skip
+    for note in metrics.notes:
+        console.line(note)
 
     previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
@@ -322,6 +370,7 @@ def train(
                     "actor": actor.state_dict(),
                     "critic": critic.state_dict(),
                     "optimizer": optimizer.state_dict(),
+                    "records": metrics.written,  # this iteration's metrics, should the file lose its tail
                 },
                 run_dir / "last.pt",
             )
