@@ -194,3 +194,45 @@ def test_a_run_over_its_timeout_is_stopped_and_marked(tmp_path, lock_dir):
     states = state_of(d)
     assert states["control-s1"]["state"] == "failed" and states["control-s1"]["reason"] == "timeout after 3s"
     assert "Training interrupted at iteration" in (d / "logs" / "control-s1.log").read_text()
+
+
+def test_runner_kills_do_not_use_up_retries(tmp_path, lock_dir):
+    """Three kill -9s of the runner with --max-retries 0: each relaunch resumes; no retry is spent."""
+    d = make_sweep(tmp_path, n_itr=40)
+    metrics = d / "runs" / "control-s1" / "metrics.jsonl"
+    for kill_after in (4, 12, 20):
+        runner = subprocess.Popen(
+            sweep_cmd(str(d), "--yes", "--max-retries", "0"), cwd=REPO, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait for the event: iteration `kill_after` is in metrics.jsonl
+            if metrics.exists() and metrics.read_text().count('"type": "iteration"') > kill_after:
+                break
+            time.sleep(0.05)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    proc = run(str(d), "--yes", "--max-retries", "0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Skipping" not in proc.stdout
+    states = state_of(d)
+    assert states["control-s1"]["state"] == "done" and states["control-s1"]["attempts"] == 4
+    assert states["control-s1"]["failures"] == 0 and states["clip03-s1"]["state"] == "done"
+    rows = [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"]
+    assert rows == list(range(40))  # every iteration exactly once
+
+
+def test_a_run_that_fails_uses_a_retry(tmp_path, lock_dir):
+    d = make_sweep(tmp_path, n_itr=3)
+    text = (
+        (d / "sweep.yaml")
+        .read_text()
+        .replace("    config:\n      clip: 0.3", "    config:\n      clip: 0.3\n      yaml: missing.yaml")
+    )
+    (d / "sweep.yaml").write_text(text)  # clip03 fails at its start: its --yaml file does not exist
+    first = run(str(d), "--yes", "--max-retries", "1")
+    assert "Run 2/2 clip03-s1: failed" in first.stdout and state_of(d)["clip03-s1"]["failures"] == 1
+    retry = run(str(d), "--yes", "--max-retries", "1")  # a relaunch retries a failed run: one retry
+    assert "Starting Run 2/2: clip03-s1" in retry.stdout and state_of(d)["clip03-s1"]["failures"] == 2
+    again = run(str(d), "--yes", "--max-retries", "1")
+    assert "Skipping Run 2/2: clip03-s1 (failed 2 times; raise --max-retries to try again)" in again.stdout

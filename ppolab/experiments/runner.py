@@ -2,7 +2,9 @@
 
 Launching again resumes: done runs are never run again; interrupted or failed
 runs run again from their last checkpoint (`ppolab train --resume`), up to
-`max_retries` more attempts. Each job runs as its own `ppolab train` process
+`max_retries` more attempts after failures of the run itself (a non-zero exit, a
+timeout); a run interrupted because the runner died or was stopped resumes on
+relaunch without using up a retry. Each job runs as its own `ppolab train` process
 under the machine lock; its output goes to the terminal and to
 `logs/<run>.log` in the sweep folder. If the runner dies, its job gets SIGTERM
 (Linux parent-death signal) and stops cleanly at the end of an iteration.
@@ -304,9 +306,9 @@ class _Scheduler:
         if entry["state"] == "done":
             self.say(f"Skipping Run {i}/{self.total}: {run.name} (done)")
             return False
-        if entry["state"] in ("failed", "interrupted") and entry["attempts"] > self.max_retries:
+        if entry["state"] == "failed" and entry.get("failures", 0) > self.max_retries:
             self.say(
-                f"Skipping Run {i}/{self.total}: {run.name} ({entry['state']} after {entry['attempts']} attempts; "
+                f"Skipping Run {i}/{self.total}: {run.name} (failed {entry['failures']} times; "
                 "raise --max-retries to try again)"
             )
             return False
@@ -342,7 +344,10 @@ class _Scheduler:
         if reason is None and code != 0:
             reason = f"exit code {code}"
         summary = summary_of(run_dir)
-        self.state.update(run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary)
+        failures = self.state.runs[run.name].get("failures", 0) + (final == "failed")  # the run's own failures
+        self.state.update(
+            run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary, failures=failures
+        )
         self.say(_status_line(act.index, self.total, run.name, final, time.time() - act.started, reason, summary))
         return code
 

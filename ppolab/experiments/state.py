@@ -48,7 +48,8 @@ def new_entry(run_dir: str) -> dict[str, Any]:
         "started": None,
         "ended": None,
         "exit_code": None,
-        "attempts": 0,
+        "attempts": 0,  # starts, resumes included
+        "failures": 0,  # non-zero exits and timeouts of the run itself: what --max-retries counts
         "run_dir": run_dir,
         "reason": None,
         "summary": None,
@@ -73,7 +74,7 @@ def pid_alive(pid: int | None) -> bool:
 
 ENTRY_TYPES = {
     "state": str, "pid": (int, type(None)), "host": (str, type(None)), "started": (str, type(None)),
-    "ended": (str, type(None)), "exit_code": (int, type(None)), "attempts": int, "run_dir": str,
+    "ended": (str, type(None)), "exit_code": (int, type(None)), "attempts": int, "failures": int, "run_dir": str,
     "reason": (str, type(None)), "summary": (dict, type(None)),
 }  # fmt: skip
 

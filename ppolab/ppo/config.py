@@ -67,8 +67,18 @@ class TrainConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _env_preset(cls, data: object) -> object:
-        """Settings not given come from the env's preset (`ppolab envs`), then from the defaults below."""
-        return with_preset(data) if isinstance(data, dict) else data
+        """Settings not given come from the env's preset (`ppolab envs`), then from the defaults below.
+        A preset's minibatch never exceeds a batch the user made smaller: it shrinks to the batch."""
+        if not isinstance(data, dict):
+            return data
+        merged = with_preset(data)
+        if "minibatch_size" not in data and "minibatch_size" in merged:
+            size = [
+                merged.get(k, cls.model_fields[k].default) for k in ("num_procs", "num_envs_per_worker", "max_traj_len")
+            ]
+            if all(isinstance(v, int) and v > 0 for v in size):
+                merged["minibatch_size"] = min(merged["minibatch_size"], size[0] * size[1] * size[2])
+        return merged
 
     @field_validator("env")
     @classmethod
