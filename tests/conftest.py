@@ -40,6 +40,18 @@ def model_cache(tmp_path_factory):
         os.environ["PPOLAB_CACHE_DIR"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def machine_lock_dir(tmp_path_factory):
+    """The tests' own machine lock: a training job of the user's on this machine never holds them up."""
+    previous = os.environ.get("PPOLAB_LOCK_DIR")
+    os.environ["PPOLAB_LOCK_DIR"] = str(tmp_path_factory.mktemp("machine-lock"))
+    yield
+    if previous is None:
+        os.environ.pop("PPOLAB_LOCK_DIR", None)
+    else:
+        os.environ["PPOLAB_LOCK_DIR"] = previous
+
+
 def run_ppolab(*args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None):
     return subprocess.run(
         [sys.executable, "-m", "ppolab", *args],

@@ -82,3 +82,34 @@ def test_run_experiment_without_the_dependencies_says_how_to_set_up():
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "set up first: `bash scripts/setup.sh`" in proc.stderr and "uv run python run_experiment.py" in proc.stderr
+
+
+def test_train_takes_the_machine_lock_and_no_lock_skips_it(tmp_path):
+    """A second `ppolab train` waits for the first and says for whom; --no-lock trains at once."""
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "RAY_ADDRESS": "", "PPOLAB_LOCK_DIR": str(tmp_path)}
+    base = [sys.executable, "-m", "ppolab", "train", *TINY, "--logdir", str(tmp_path / "runs")]
+    first = subprocess.Popen([*base, "--n-itr", "2000", "--run-name", "first"], env=env, stdout=subprocess.DEVNULL)
+    metrics = tmp_path / "runs" / "first" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while not (metrics.exists() and '"type": "iteration"' in metrics.read_text()) and time.time() < deadline:
+        time.sleep(0.05)
+    second = subprocess.Popen(
+        [*base, "--n-itr", "1", "--run-name", "second"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    ready, _, _ = select.select([second.stdout], [], [], 60)
+    line = second.stdout.readline() if ready else ""
+    assert line.startswith("Waiting for the machine lock, held by training run first of ")
+    assert not (tmp_path / "runs" / "second").exists()
+    free = subprocess.run([*base, "--n-itr", "1", "--run-name", "free", "--no-lock"], env=env, capture_output=True)
+    assert free.returncode == 0 and (tmp_path / "runs" / "free" / "last.pt").exists()
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(60) == 130
+    assert second.wait(120) == 0  # the lock passed on: it ran
+    assert oct((tmp_path / "ppolab-train.lock").stat().st_mode & 0o777) == "0o666"  # any user can take it

@@ -37,6 +37,12 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint, in the same folder"
     )
     p.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="train without the machine lock that keeps sweeps, tuning and training runs one at a time "
+        "(two jobs side by side slow each other and skew their timings)",
+    )
+    p.add_argument(
         "--sampler-procs",
         type=int,
         metavar="N",
@@ -291,8 +297,28 @@ def run_train(ns: argparse.Namespace) -> int:
         from ppolab.ppo.ray_sampler import check_address
 
         check_address()  # before a run folder exists
-    _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs, backend=ns.backend)
+    lock = None if ns.no_lock else _take_machine_lock(cfg, resume_dir)
+    try:
+        _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs, backend=ns.backend)
+    finally:
+        if lock is not None:
+            lock.release()
     return 0 if completed else 130
+
+
+def _take_machine_lock(cfg: TrainConfig, resume_dir: Path | None):
+    """The machine lock sweeps and tuning take: one training job at a time, unless a holder started us."""
+    import os
+
+    from ppolab.experiments.machine_lock import HELD, MachineLock
+
+    if os.environ.get(HELD):
+        return None
+    lock = MachineLock({"run": str(resume_dir or cfg.run_name or cfg.env)})
+    lock.acquire(
+        wait=True, on_wait=lambda who: print(f"Waiting for the machine lock, held by {who} (--no-lock: don't)")
+    )
+    return lock
 
 
 def _check_mirror(cfg: TrainConfig, given: dict) -> None:

@@ -18,6 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 LOCK_NAME = "ppolab-train.lock"
+HELD = "PPOLAB_LOCK_HELD"  # set for the processes a lock holder starts: they are its jobs
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
 
 
 def lock_path() -> Path:
@@ -35,11 +45,25 @@ class MachineLock:
             info = json.loads(self.path.read_text() or "{}")
         except (OSError, ValueError):
             return "another ppolab job"
-        return f"sweep '{info.get('sweep', '?')}' (pid {info.get('pid', '?')}, since {info.get('since', '?')})"
+        what = f"sweep '{info['sweep']}'" if "sweep" in info else f"training run {info.get('run', '?')}"
+        return f"{what} of {info.get('user', '?')} (pid {info.get('pid', '?')}, since {info.get('since', '?')})"
+
+    def _open(self) -> tuple[int, bool]:
+        """The lock file, readable and writable by every user of the machine (they share one lock).
+        Another user's file that we may only read still locks: flock needs no write access."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:
+            return os.open(self.path, os.O_RDONLY), False
+        try:
+            os.fchmod(fd, 0o666)  # whatever the umask: the next user must be able to take it
+        except PermissionError:  # someone else's file: leave its mode
+            pass
+        return fd, True
 
     def acquire(self, wait: bool, on_wait: Callable[[str], None] | None = None, poll: float = 1.0) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd, writable = self._open()
         told = False
         while True:
             try:
@@ -53,10 +77,11 @@ class MachineLock:
                     on_wait(self.holder())
                     told = True
                 time.sleep(poll)
-        os.ftruncate(fd, 0)
-        os.pwrite(
-            fd, json.dumps({**self.owner, "pid": os.getpid(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode(), 0
-        )
+        if writable:
+            os.ftruncate(fd, 0)
+            who = {**self.owner, "pid": os.getpid(), "user": _user(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+            os.pwrite(fd, json.dumps(who).encode(), 0)
+        os.environ[HELD] = "1"  # a `ppolab train` started under this lock runs without taking it again
         self.fd = fd
         return True
 

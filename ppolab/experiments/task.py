@@ -9,6 +9,7 @@ sweep's report.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.experiments.machine_lock import HELD
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun, load_plan
 from ppolab.experiments.runner import Job, prepare_run_dir, started_entry, summary_of
 from ppolab.experiments.state import locked, now
@@ -67,6 +69,7 @@ def run_task(
     spec, planned = load_plan(sweep_dir)
     if not 0 <= index < len(planned):
         raise UserError(f"--task {index}: the sweep has runs 0..{len(planned) - 1}")
+    os.environ[HELD] = "1"  # the scheduler (Slurm, Ray) places the run: the trainer takes no machine lock
     run, dirs = planned[index], run_dirs(planned)
     signals = StopSignals()
     with locked(sweep_dir, spec.metadata.name, dirs) as state:

@@ -61,7 +61,7 @@ def _worker_main(
     while True:
         try:
             msg = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the driver is gone (killed, or its pipe reset): leave quietly
             return
         if msg is None:
             return
