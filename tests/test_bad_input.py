@@ -18,7 +18,7 @@ CASES = {
         "--gamma: Input should be less than or equal to 1",
     ),
     "missing env": (["train", "--n-itr", "3"], "--env is required"),
-    "unknown flag": (["train", "--env", "cartpole", "--learning-rate", "1"], "unrecognized arguments: --learning-rate"),
+    "unknown flag": (["train", "--env", "cartpole", "--learning-rate", "1"], "unknown argument --learning-rate"),
     "continued path missing": (
         ["train", "--env", "cartpole", "--continued", "/nonexistent/actor.pt"],
         "--continued: /nonexistent/actor.pt: no such file",
@@ -113,3 +113,23 @@ def test_train_takes_the_machine_lock_and_no_lock_skips_it(tmp_path):
     assert first.wait(60) == 130
     assert second.wait(120) == 0  # the lock passed on: it ran
     assert oct((tmp_path / "ppolab-train.lock").stat().st_mode & 0o777) == "0o666"  # any user can take it
+
+
+def test_a_wandb_agent_command_line_drives_train(tmp_path):
+    """`wandb agent` runs `${program} ${args}`: every flag as --key=value, booleans as True/False, and
+    LearningHumanoidWalking's underscore spellings."""
+    args = ["--env=cartpole", "--lr=0.001", "--learn_std=True", "--mirror=False", "--n_itr=1", "--num_procs=2",
+            "--max_traj_len=40", "--minibatch-size=16", f"--logdir={tmp_path}", "--run-name=agent"]  # fmt: skip
+    proc = run_ppolab("train", *args)
+    assert proc.returncode == 0, proc.stderr
+    import yaml
+
+    cfg = yaml.safe_load((tmp_path / "agent" / "config.yaml").read_text())
+    assert (cfg["lr"], cfg["learn_std"], cfg["mirror"], cfg["n_itr"], cfg["num_procs"]) == (0.001, True, False, 1, 2)
+    bad = run_ppolab("train", "--env=cartpole", "--learn-std=maybe")
+    assert bad.returncode == 2 and "expected true or false, got 'maybe'" in bad.stderr
+    typo = run_ppolab("train", "--env", "cartpole", "--entropy-coef", "0.01")
+    assert typo.returncode == 2
+    assert typo.stderr.strip() == (
+        "ppolab train: error: unknown argument --entropy-coef; did you mean --entropy-coeff? (see ppolab train --help)"
+    )

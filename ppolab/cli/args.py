@@ -15,7 +15,12 @@ from ppolab.ppo.config import flag
 
 
 class Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line naming the flag, then exit 2."""
+    """ArgumentParser whose errors are one line naming the flag, then exit 2. No abbreviations: a
+    misspelt flag (`--entropy-coef`) is an error with a suggestion, never silently another flag."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -26,13 +31,22 @@ class InnerParser(argparse.ArgumentParser):
     """For flags inside another option's value: its errors become a UserError naming that option."""
 
     def __init__(self, option: str) -> None:
-        super().__init__(prog=option, add_help=False)
+        super().__init__(prog=option, add_help=False, allow_abbrev=False)
 
     def error(self, message: str) -> NoReturn:
         raise UserError(f"{self.prog}: {message}")
 
 
 METAVARS = {int: "N", float: "X"}
+TRUE, FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
+
+
+def to_bool(text: str) -> bool:
+    if text.lower() in TRUE:
+        return True
+    if text.lower() in FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _base_type(annotation: Any) -> Any:
@@ -56,13 +70,15 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
         help_text = field.description or ""
         kind = _base_type(field.annotation)
         common: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS}
-        if kind is bool:
+        if kind is bool:  # --learn-std, --learn-std=false (as a W&B sweep agent writes it), --no-mirror
             if field.default is True:
                 parser.add_argument(
                     "--no-" + name.replace("_", "-"), action="store_false", help=f"turn off: {help_text}", **common
                 )
-            else:
-                parser.add_argument(flag(name), action="store_true", help=help_text, **common)
+                help_text = argparse.SUPPRESS
+            parser.add_argument(
+                flag(name), nargs="?", const=True, type=to_bool, metavar="BOOL", help=help_text, **common
+            )
             continue
         if field.is_required():
             help_text += " (required)"

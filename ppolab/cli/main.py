@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -544,9 +546,34 @@ def run_report(ns: argparse.Namespace) -> int:
     return 0
 
 
+def normalise(argv: list[str]) -> list[str]:
+    """LearningHumanoidWalking's spellings (`--n_itr`, `--num_procs`) as ppolab's (`--n-itr`)."""
+    out = []
+    for arg in argv:
+        if arg.startswith("--") and "_" in arg.split("=", 1)[0]:
+            name, sep, value = arg.partition("=")
+            arg = name.replace("_", "-") + sep + value
+        out.append(arg)
+    return out
+
+
+def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
+    """Parse; an unknown flag is one line naming the closest real one and the subcommand's --help."""
+    ns, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = parser._subparsers._group_actions[0].choices[ns.subcommand]
+        flags = [s for a in sub._actions for s in a.option_strings]
+        guess = difflib.get_close_matches(extra[0].split("=", 1)[0], flags, n=1, cutoff=0.6)
+        hint = f"; did you mean {guess[0]}?" if guess else ""
+        sub.error(f"unknown argument {extra[0]}{hint}")
+    return ns
+
+
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C means stop, even where an inherited "ignore SIGINT" (a shell's background job, nohup) says not
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = make_parser()
-    ns = parser.parse_args(argv)
+    ns = parse(parser, normalise(sys.argv[1:] if argv is None else argv))
     try:
         return {
             "train": run_train,

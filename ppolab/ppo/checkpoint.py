@@ -51,9 +51,9 @@ def deferred_signals() -> Iterator[None]:
 
 def atomic_save(obj: Any, path: Path) -> None:
     """torch.save to a temp file in the same folder, then rename: never a half-written file."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
     with deferred_signals():
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
         atomic_write_bytes(path, buffer.getvalue())
 
 

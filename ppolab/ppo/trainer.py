@@ -381,6 +381,8 @@ def train(
         sampler.close()
         total_time = prior_time + (time.perf_counter() - t_start)
         console.final(interrupted, itr, total_time, total_steps, best)
+        if interrupted:
+            console.line(f"Continue it with: ppolab train --resume {run_dir}")
         metrics.close()
         log_file.close()
         signal.signal(signal.SIGTERM, previous_handler)
