@@ -1,0 +1,114 @@
+"""Damaged files: every reader explains the damage in one line or works around it; nothing is lost silently."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from conftest import run_ppolab
+
+from ppolab.analysis import synthetic
+
+STATE_CASES = {
+    "not json": b"{not json",
+    "a list": b"[1, 2, 3]",
+    "runs is a list": b'{"runs": []}',
+    "entry is a number": b'{"runs": {"control-s1": 3}}',
+    "unknown state": b'{"runs": {"control-s1": {"state": "weird", "run_dir": "runs/control-s1", "attempts": 0}}}',
+    "run_dir escapes": b'{"runs": {"control-s1": {"state": "done", "run_dir": "../../x", "attempts": 1}}}',
+    "attempts is text": b'{"runs": {"control-s1": {"state": "done", "run_dir": "runs/control-s1", "attempts": "1"}}}',
+    "binary": bytes(range(256)),
+}
+
+
+def sweep(tmp_path):
+    d = tmp_path / "experiments" / "sweeps" / "dmg"
+    synthetic.write_sweep(
+        d, {"control": {"lr": 1e-3}, "fast": {"lr": 3e-3}}, [1, 2], {"control": [300, 310], "fast": [320, 330]}
+    )
+    return d
+
+
+@pytest.mark.parametrize("case", STATE_CASES)
+def test_a_damaged_state_json_is_named_by_every_reader(tmp_path, case):
+    from ppolab.analysis.report import run_states, write_report
+    from ppolab.errors import UserError
+    from ppolab.experiments import display
+    from ppolab.experiments.plan import load_plan
+    from ppolab.experiments.runner import run_sweep
+
+    d = sweep(tmp_path)
+    (d / "state.json").write_bytes(STATE_CASES[case])
+    _, planned = load_plan(d)
+    for reader in (lambda: display.status(d, planned), lambda: run_sweep(d, "dmg", planned, wait_for_lock=False)):
+        with pytest.raises(UserError, match="move it aside"):  # --status and a relaunch say what is wrong
+            reader()
+    assert display.list_data(d.parent)[0]["state_error"]  # --list names it and goes on with other sweeps
+    assert run_states(d) == {}  # compare and report judge by the run folders
+    assert write_report(d).exists()
+
+
+def test_a_damaged_state_json_through_the_cli_is_one_line(tmp_path):
+    d = sweep(tmp_path)
+    (d / "state.json").write_bytes(STATE_CASES["runs is a list"])
+    proc = run_ppolab("sweep", str(d), "--status", "--json")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert f"{d / 'state.json'}: damaged (no 'runs' mapping)" in proc.stderr
+
+
+METRICS_CASES = {
+    "a json list line": b"[1, 2]\n",
+    "a string line": b'"iteration"\n',
+    "a wrong type": b'{"type": "iteration", "iteration": "x", "mean_eprew": 1}\n',
+    "a text value": b'{"type": "iteration", "iteration": 3, "mean_eprew": "high"}\n',
+    "non-utf8 bytes": b"\xff\xfe\xfd\n",
+    "a torn line": b'{"type": "iteration", "itera',
+}
+
+
+@pytest.mark.parametrize("case", METRICS_CASES)
+def test_damaged_metrics_lines_are_skipped_by_every_reader(tmp_path, case):
+    from ppolab.analysis.compare import compare, load_runs
+    from ppolab.analysis.parse import load_run
+    from ppolab.analysis.report import write_report
+    from ppolab.analysis.summary import summarize
+    from ppolab.experiments import display
+    from ppolab.experiments.plan import load_plan
+
+    d = sweep(tmp_path)
+    metrics = d / "runs" / "fast-s1" / "metrics.jsonl"
+    metrics.write_bytes(metrics.read_bytes() + METRICS_CASES[case])
+    summary = summarize(load_run(metrics.parent))
+    assert summary.iterations == 100 and summary.incomplete_iterations == 1  # counted, not hidden
+    _, planned = load_plan(d)
+    assert display.status_data(d, planned)[2]["iteration"] == 100
+    assert "fast-s1" in compare(load_runs([(p.name, d / "runs" / p.name) for p in planned], {}))
+    assert write_report(d).exists()
+
+
+def test_damaged_metrics_through_the_cli(tmp_path):
+    d = sweep(tmp_path)
+    metrics = d / "runs" / "fast-s1" / "metrics.jsonl"
+    metrics.write_bytes(metrics.read_bytes() + METRICS_CASES["non-utf8 bytes"] + METRICS_CASES["a wrong type"])
+    proc = run_ppolab("analyze", str(metrics.parent), "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["incomplete_iterations"] == 2
+
+
+def test_an_unreadable_config_is_named(tmp_path):
+    d = sweep(tmp_path)
+    (d / "runs" / "fast-s2" / "config.yaml").write_bytes(b"lr: [unclosed\n")
+    proc = run_ppolab("compare", str(d))
+    assert proc.returncode == 2 and "fast-s2/config.yaml: unreadable" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_files_honour_the_umask(tmp_path):
+    d = sweep(tmp_path)
+    old = os.umask(0o022)
+    try:
+        assert run_ppolab("report", str(d)).returncode == 0
+    finally:
+        os.umask(old)
+    for path in (d / "results.md", tmp_path / "experiments" / "experiment-tracker.md"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
