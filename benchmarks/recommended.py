@@ -1,16 +1,10 @@
 """The recommended cartpole configuration (README), shared by the benchmarks: the learning bar's settings."""
 
 from ppolab.ppo.config import TrainConfig, flag
+from ppolab.ppo.presets import PRESETS
 
-SETTINGS = {
-    "env": "cartpole",
-    "std_dev": 0.15,
-    "learn_std": True,
-    "entropy_coeff": 0.01,
-    "minibatch_size": 256,
-    "max_traj_len": 500,
-    "num_procs": 12,
-}
+# the cartpole preset is the recommended configuration; the benchmarks set n_itr and eval_freq themselves
+SETTINGS = {"env": "cartpole", **{k: v for k, v in PRESETS["cartpole"].items() if k not in ("n_itr", "eval_freq")}}
 
 
 def config() -> TrainConfig:

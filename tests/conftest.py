@@ -29,27 +29,19 @@ TIMING_KEYS = {"sample_time", "optimizer_time", "total_time", "fps", "time"}
 
 
 @pytest.fixture(scope="session", autouse=True)
-def model_cache(tmp_path_factory):
-    """Compiled robot models go to a cache of the test session's own, shared by its subprocesses."""
-    previous = os.environ.get("PPOLAB_CACHE_DIR")
-    os.environ["PPOLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+def session_folders(tmp_path_factory):
+    """Folders of the test session's own, shared by its subprocesses: the compiled-model cache, and the
+    machine lock (a training job of the user's on this machine never holds the tests up)."""
+    names = {"PPOLAB_CACHE_DIR": "model-cache", "PPOLAB_LOCK_DIR": "machine-lock"}
+    previous = {var: os.environ.get(var) for var in names}
+    for var, name in names.items():
+        os.environ[var] = str(tmp_path_factory.mktemp(name))
     yield
-    if previous is None:
-        os.environ.pop("PPOLAB_CACHE_DIR", None)
-    else:
-        os.environ["PPOLAB_CACHE_DIR"] = previous
-
-
-@pytest.fixture(scope="session", autouse=True)
-def machine_lock_dir(tmp_path_factory):
-    """The tests' own machine lock: a training job of the user's on this machine never holds them up."""
-    previous = os.environ.get("PPOLAB_LOCK_DIR")
-    os.environ["PPOLAB_LOCK_DIR"] = str(tmp_path_factory.mktemp("machine-lock"))
-    yield
-    if previous is None:
-        os.environ.pop("PPOLAB_LOCK_DIR", None)
-    else:
-        os.environ["PPOLAB_LOCK_DIR"] = previous
+    for var, value in previous.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
 
 
 def run_ppolab(*args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None):

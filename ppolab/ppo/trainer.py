@@ -380,9 +380,9 @@ def train(
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already stopping (after Ctrl-C, say)
         sampler.close()
         total_time = prior_time + (time.perf_counter() - t_start)
-        console.final(interrupted, itr, total_time, total_steps, best)
-        if interrupted:
+        if interrupted:  # before the summary line, which stays the log's last (parsers read it there)
             console.line(f"Continue it with: ppolab train --resume {run_dir}")
+        console.final(interrupted, itr, total_time, total_steps, best)
         metrics.close()
         log_file.close()
         signal.signal(signal.SIGTERM, previous_handler)

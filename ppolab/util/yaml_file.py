@@ -94,16 +94,20 @@ def read_text(path: Path) -> str:
         raise YamlFileError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
 
 
+def _failure(path: Path, exc: Exception, what: str = "") -> YamlFileError:
+    if isinstance(exc, RecursionError):
+        return YamlFileError(f"{path}: nested too deeply to read; at most {MAX_DEPTH} levels")
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark else 1
+    return YamlFileError(f"{path}:{line}: {what}{getattr(exc, 'problem', None) or exc}")
+
+
 def compose(path: Path, text: str) -> yaml.Node | None:
     """The checked node graph of a YAML document (None for an empty one)."""
     try:
         root = yaml.compose(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise YamlFileError(f"{path}:{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
-    except RecursionError:
-        raise YamlFileError(f"{path}: nested too deeply to read; at most {MAX_DEPTH} levels") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise _failure(path, exc, "YAML syntax error: ") from None
     if root is not None:
         _check_size(root, path)
     return root
@@ -118,12 +122,8 @@ def load(path: Path, text: str | None = None) -> tuple[Any, yaml.Node | None]:
     loader = _Loader("")  # only its constructor is used, on the checked graph
     try:
         return loader.construct_document(root), root
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise YamlFileError(f"{path}:{line}: {getattr(exc, 'problem', exc)}") from None
-    except RecursionError:
-        raise YamlFileError(f"{path}: nested too deeply to read; at most {MAX_DEPTH} levels") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise _failure(path, exc) from None
 
 
 def line_index(root: yaml.Node | None) -> dict[tuple[str, ...], int]:
