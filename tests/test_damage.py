@@ -112,3 +112,15 @@ def test_files_honour_the_umask(tmp_path):
         os.umask(old)
     for path in (d / "results.md", tmp_path / "experiments" / "experiment-tracker.md"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+
+
+def test_stale_temp_files_of_killed_writes_are_cleaned_and_others_kept(tmp_path):
+    from ppolab.util.files import remove_stale_temps
+
+    names = [".state.json.abc123.tmp", ".last.pt.x_y9.tmp", ".actor_40.pt.q1.tmp", ".notes.txt.k.tmp", "state.json"]
+    for name in names:
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, (1, 1))  # long ago
+    (tmp_path / ".metrics.jsonl.new.tmp").write_text("x")  # a live writer's: too recent to touch
+    assert remove_stale_temps(tmp_path) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".metrics.jsonl.new.tmp", ".notes.txt.k.tmp", "state.json"]

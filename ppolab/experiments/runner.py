@@ -32,6 +32,7 @@ from ppolab.experiments.machine_lock import MachineLock
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, now
 from ppolab.ppo.run_files import MARKER
+from ppolab.util.files import remove_stale_temps
 
 STOP_GRACE_S = 60.0
 
@@ -210,6 +211,7 @@ def run_sweep(
 
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        remove_stale_temps(sweep_dir)  # a runner killed during a state write left its temp file
         state = SweepState.load(sweep_dir, sweep_name, {p.name: str(Path("runs") / p.name) for p in planned})
         state.data["runner_pid"] = os.getpid()
         for name in state.runs:  # a run left "running" by a dead runner was interrupted

@@ -33,6 +33,7 @@ from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, syst
 from ppolab.ppo.sampler import make_sampler
 from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror, compute_gae, ppo_update
+from ppolab.util.files import remove_stale_temps
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
@@ -195,6 +196,7 @@ def train(
 
     start_itr, total_steps, prior_time, best, restore = 0, 0, 0.0, None, None
     if resume_dir is not None:
+        remove_stale_temps(resume_dir)  # a run killed mid-checkpoint left its temp file
         start_itr, total_steps, prior_time, best, restore = resume_point(resume_dir, actor, critic, optimizer, notes)
         run_dir = resume_dir
     else:

@@ -10,8 +10,16 @@ can read results, state and checkpoints.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
+
+# what an atomic write of one of ppolab's files leaves behind if it is killed between writing and renaming
+STALE = re.compile(
+    r"\.(state\.json|results\.md|experiment-tracker\.md|last\.pt|metrics\.jsonl|config\.yaml|env\.yaml|"
+    r"run\.json|command\.txt|(actor|critic)(_\d+)?\.pt)\.[A-Za-z0-9_]+\.tmp"
+)
 
 
 def _umask() -> int:
@@ -34,3 +42,21 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
+
+
+def remove_stale_temps(folder: Path, older_than: float = 60.0) -> int:
+    """Delete the temp files killed atomic writes of ppolab's files left in `folder` (not other files,
+    and not one a live writer may still rename: only those older than `older_than` seconds)."""
+    removed = 0
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return 0
+    for path in entries:
+        try:
+            if STALE.fullmatch(path.name) and time.time() - path.stat().st_mtime > older_than:
+                path.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
