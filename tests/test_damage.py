@@ -124,3 +124,55 @@ def test_stale_temp_files_of_killed_writes_are_cleaned_and_others_kept(tmp_path)
     (tmp_path / ".metrics.jsonl.new.tmp").write_text("x")  # a live writer's: too recent to touch
     assert remove_stale_temps(tmp_path) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [".metrics.jsonl.new.tmp", ".notes.txt.k.tmp", "state.json"]
+
+
+def test_resume_repairs_a_torn_metrics_tail_and_survives_a_corrupt_last_pt(tmp_path):
+    from conftest import TINY, read_metrics
+
+    proc = run_ppolab("train", *TINY, "--n-itr", "4", "--seed", "2", "--logdir", str(tmp_path), "--run-name", "r")
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "r"
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    (run / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])  # last.pt covers it
+    resumed = run_ppolab("train", "--resume", str(run), "--n-itr", "5")
+    assert resumed.returncode == 0 and "restored from last.pt" in resumed.stdout
+    assert [r["iteration"] for r in read_metrics(run) if r["type"] == "iteration"] == [0, 1, 2, 3, 4]
+    (run / "last.pt").write_bytes(b"not a checkpoint")
+    again = run_ppolab("train", "--resume", str(run), "--n-itr", "6")
+    assert again.returncode == 0 and "Traceback" not in again.stderr
+    assert "last.pt is unreadable" in again.stdout and "resuming from actor_4.pt and critic_4.pt" in again.stdout
+    assert [r["iteration"] for r in read_metrics(run) if r["type"] == "iteration"] == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1.5 MB tmpfs of the test's own (root only), unmounted after; skipped where mounting is impossible."""
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1500k", "tmpfs", str(mount)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.decode().strip() or 'not root'})")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_stops_the_run_in_one_line_and_it_continues_after_space_is_freed(small_disk):
+    import subprocess
+
+    from conftest import TINY, read_metrics
+
+    args = [*TINY, "--eval-freq", "1", "--n-itr", "3000", "--seed", "1", "--logdir", str(small_disk), "--run-name", "r"]
+    full = run_ppolab("train", *args)
+    assert full.returncode == 75, full.stderr
+    assert full.stderr.strip().splitlines() == [full.stderr.strip()] and "Traceback" not in full.stderr
+    assert "no space left on the disk of" in full.stderr and "free space and launch again" in full.stderr
+    done = [r["iteration"] for r in read_metrics(small_disk / "r") if r["type"] == "iteration"]
+    assert done and (small_disk / "r" / "last.pt").exists()
+    grown = subprocess.run(["mount", "-o", "remount,size=60m", str(small_disk)], capture_output=True)
+    assert grown.returncode == 0, grown.stderr
+    resumed = run_ppolab("train", "--resume", str(small_disk / "r"), "--n-itr", str(done[-1] + 5))
+    assert resumed.returncode == 0, resumed.stderr
+    rows = [r["iteration"] for r in read_metrics(small_disk / "r") if r["type"] == "iteration"]
+    assert rows == list(range(done[-1] + 5))  # nothing lost, nothing twice

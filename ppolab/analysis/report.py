@@ -130,7 +130,10 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
     configs = group(runs)
     m = spec.metadata
     result, why = verdict(runs, m.min_effect)
-    images = plot(configs, sweep_dir / "plots", th, fps_spread(runs))
+    try:
+        images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(runs)), ""
+    except OSError as exc:  # a full disk: results.md without plots rather than nothing
+        images, plots_note = [], f"The plots could not be written ({exc.strerror}); `ppolab report` writes them again."
     today = dt.date.today().isoformat()
     finished = sum(r.finished for r in runs)
     lines = [
@@ -157,6 +160,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
         "range, not a confidence interval). Dashed red: the anomaly thresholds.",
         "",
         *[f"![{name}](plots/{name})" for name in images],
+        plots_note,
         "",
     ]
     path = sweep_dir / "results.md"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ from ppolab import __version__
 from ppolab.cli import ops_cli, tune_cli
 from ppolab.cli.args import InnerParser, Parser, add_model_flags, build
 from ppolab.envs import ENVS
-from ppolab.errors import UserError
+from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
 from ppolab.ppo.config import TrainConfig, flag
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
@@ -590,6 +591,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         sys.stderr.write(f"ppolab {ns.subcommand}: error: {exc}\n")
         return 2
+    except NoSpace as exc:
+        sys.stderr.write(f"ppolab {ns.subcommand}: {exc}\n")
+        return NO_SPACE_EXIT
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        sys.stderr.write(f"ppolab {ns.subcommand}: {NoSpace(exc.filename)}\n")
+        return NO_SPACE_EXIT
     except BrokenPipeError:  # output piped into `head` or `grep -q`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -27,7 +27,7 @@ from typing import TextIO
 
 from ppolab.analysis.anomalies import describe
 from ppolab.analysis.summary import summarize_run
-from ppolab.errors import UserError
+from ppolab.errors import NO_SPACE_EXIT, UserError
 from ppolab.experiments.machine_lock import MachineLock
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, now
@@ -331,6 +331,12 @@ class _Scheduler:
         self.active.remove(act)
         code, _ = act.job.wait(None)
         run, run_dir = act.run, self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
+        if code == NO_SPACE_EXIT and reason is None:  # the disk is full: every later run would stop too
+            self.state.update(
+                run.name, state="interrupted", ended=now(), exit_code=code, reason="no space left on disk"
+            )
+            self.say(f"Run {act.index}/{self.total} {run.name} stopped: no space left. Free space and launch again.")
+            return NO_SPACE_EXIT
         if code == 130 and reason is None:  # the run itself was stopped (SIGINT/SIGTERM): stop the sweep too
             self.state.update(
                 run.name,

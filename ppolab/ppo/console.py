@@ -56,10 +56,14 @@ class Console:
         self.out, self.tee = out, tee
 
     def line(self, text: str = "") -> None:
-        for stream in (self.out, self.tee):
-            if stream is not None:
-                stream.write(text + "\n")
-                stream.flush()
+        self.out.write(text + "\n")
+        self.out.flush()
+        if self.tee is not None:
+            try:
+                self.tee.write(text + "\n")
+                self.tee.flush()
+            except OSError:  # train.log's disk is full: the console still says what happens
+                self.tee = None
 
     def header(self, system: dict[str, str], config: dict[str, str]) -> None:
         self.line("=" * 60)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import signal
 import sys
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 
 from ppolab.envs import env_config, make_env
-from ppolab.errors import UserError
+from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
@@ -251,7 +252,7 @@ def train(
         )
     t_start = time.perf_counter()
     itr = start_itr
-    interrupted = False
+    interrupted, no_space = False, None
     try:
         if resume_dir is None and not cfg.continued:
             console.line("Warming up observation normalization...")
@@ -378,6 +379,10 @@ def train(
             )
     except KeyboardInterrupt:
         interrupted = True
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        interrupted, no_space = True, exc
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already stopping (after Ctrl-C, say)
         sampler.close()
@@ -385,7 +390,13 @@ def train(
         if interrupted:  # before the summary line, which stays the log's last (parsers read it there)
             console.line(f"Continue it with: ppolab train --resume {run_dir}")
         console.final(interrupted, itr, total_time, total_steps, best)
-        metrics.close()
-        log_file.close()
+        for close in (metrics.close, log_file.close):
+            try:
+                close()
+            except OSError:  # a full disk: what could be written is; the checkpoint is the last good one
+                pass
         signal.signal(signal.SIGTERM, previous_handler)
+    if no_space is not None:
+        last = run_dir / "last.pt"
+        raise NoSpace(str(run_dir), 3 * last.stat().st_size / 1e6 if last.exists() else None)
     return run_dir, not interrupted
