@@ -6,24 +6,24 @@ import json
 import math
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
+from ppolab.util import yaml_file
 
 
 def load_thresholds(config: Path | None, overrides: dict) -> Thresholds:
     values: dict = {}
     if config is not None:
         try:
-            values = yaml.safe_load(config.read_text()) or {}
-        except FileNotFoundError:
+            values = yaml_file.load(config)[0] or {}
+        except (FileNotFoundError, IsADirectoryError):
             raise UserError(f"--config: {config}: no such file") from None
-        except yaml.YAMLError as exc:
-            raise UserError(f"--config: {config}: not valid YAML ({exc.__class__.__name__})") from None
+        except yaml_file.YamlFileError as exc:
+            raise UserError(f"--config: {exc}") from None
         if not isinstance(values, dict):
             raise UserError(f"--config: {config}: expected a mapping of threshold names to numbers")
     try:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from pydantic import ValidationError
 
 from ppolab import __version__
 from ppolab.errors import UserError
@@ -149,9 +150,17 @@ def load_config(run_dir: Path) -> TrainConfig:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise UserError(f"--resume: {path} is missing; is {run_dir} a ppolab run folder?") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"--resume: {path} is not valid YAML ({exc.__class__.__name__})") from None
-    return TrainConfig(**data)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"--resume: {path} is not valid YAML ({exc.__class__.__name__}); restore it from command.txt"
+        ) from None
+    if not isinstance(data, dict):
+        raise UserError(f"--resume: {path} is not a mapping of train settings; restore it from command.txt")
+    try:
+        return TrainConfig(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UserError(f"--resume: {path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 class MetricsLog:
