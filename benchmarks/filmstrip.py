@@ -1,0 +1,58 @@
+"""A strip of frames of a humanoid policy, rendered by ppolab's own renderer, for the README.
+
+    python benchmarks/filmstrip.py PATH OUT.png [--mode forward|standing] [--speed 0.3] [--seconds 8] [--frames 6]
+
+jvrc_walk's command is held (forward at --speed, or standing) so the strip shows that behaviour.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("path")
+    ap.add_argument("out")
+    ap.add_argument("--mode", choices=["forward", "standing"], default="forward")
+    ap.add_argument("--speed", type=float, default=0.3)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--frames", type=int, default=6)
+    args = ap.parse_args()
+
+    import imageio.v2 as imageio
+    import mujoco  # noqa: I001
+
+    from ppolab.envs import make_env  # first: it picks headless rendering (EGL) before MuJoCo loads
+    from ppolab.envs.jvrc import FORWARD, STANDING
+    from ppolab.ppo.playback import load_actor
+    from ppolab.ppo.policy import sampling_params
+    from ppolab.ppo.rollout import EVAL_STREAM, slot_rng
+    from ppolab.ppo.sampling_policy import SamplingPolicy
+
+    actor, meta = load_actor(Path(args.path))
+    overrides = {**(meta.get("env_config") or {}), "visuals": True, "stand_switch_prob": 0.0, "walk_switch_prob": 0.0}
+    env = make_env(meta["env"], 1, overrides)
+    env.reset_one(0, slot_rng(0, EVAL_STREAM, 0, 0))
+    policy = SamplingPolicy(sampling_params(actor))
+    renderer = mujoco.Renderer(env.model, height=360, width=300)
+    steps = round(args.seconds / env.cfg.control_dt)
+    keep = set(np.linspace(0, steps - 1, args.frames).round().astype(int))
+    frames = []
+    for t in range(steps):
+        env.mode[:] = FORWARD if args.mode == "forward" else STANDING
+        env.command[:] = [0.0, args.speed if args.mode == "forward" else 0.0, 0.0]
+        env.step(policy(env.observe()))
+        if t in keep:
+            renderer.update_scene(env.batch.datas[0], camera="track")
+            frames.append(renderer.render().copy())
+    renderer.close()
+    imageio.imwrite(args.out, np.concatenate(frames, axis=1))
+    print(f"{args.out}: {len(frames)} frames over {args.seconds:g} s, x = {env.batch.qpos[0, 0]:.2f} m at the end")
+
+
+if __name__ == "__main__":
+    main()
