@@ -8,6 +8,7 @@ jvrc_walk's command is held (forward at --speed, or standing) so the strip shows
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,11 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=6)
     args = ap.parse_args()
 
+    os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering, chosen before MuJoCo loads
     import imageio.v2 as imageio
-    import mujoco  # noqa: I001
+    import mujoco
 
-    from ppolab.envs import make_env  # first: it picks headless rendering (EGL) before MuJoCo loads
+    from ppolab.envs import make_env
     from ppolab.envs.jvrc import FORWARD, STANDING
     from ppolab.ppo.playback import load_actor
     from ppolab.ppo.policy import sampling_params
