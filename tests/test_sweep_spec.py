@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_ppolab
+from conftest import REPO, run_ppolab
 
 from ppolab.errors import UserError
 from ppolab.experiments.plan import expand
@@ -131,3 +131,20 @@ def test_launch_without_terminal_or_yes_refuses(tmp_path):
     assert proc.returncode == 2
     assert "no terminal to approve the plan; pass --yes" in proc.stderr
     assert not (d / "state.json").exists()
+
+
+def test_the_example_sweep_runs_what_its_file_says_presets_notwithstanding():
+    """Each planned command, parsed by the real parser, trains with the file's settings: the control's
+    learn_std: false is not overridden by the cartpole preset (which learns the std)."""
+    from ppolab.cli.main import make_parser
+    from ppolab.experiments.plan import load_plan
+    from ppolab.ppo.config import TrainConfig
+
+    _, planned = load_plan(REPO / "experiments" / "sweeps" / "example")
+    assert len(planned) == 6
+    for run in planned:
+        ns = make_parser().parse_args(run.argv[1:])
+        cfg = TrainConfig(**{k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields})
+        for key, value in run.config.items():
+            assert getattr(cfg, key) == value, (run.name, key)
+    assert {r.name: r.config["learn_std"] for r in planned}["control-s1"] is False

@@ -15,7 +15,7 @@ from typing import Any
 
 from ppolab.errors import UserError
 from ppolab.experiments.spec import NAME, SweepSpec, load_sweep
-from ppolab.ppo.config import TrainConfig, flag
+from ppolab.ppo.config import TrainConfig, to_args
 
 RUNS_DIR = "runs"
 LOGS_DIR = "logs"
@@ -47,14 +47,7 @@ def train_argv(config: dict[str, Any], logdir: Path, run_name: str) -> list[str]
     """The exact `ppolab train` command line for one run."""
     argv = ["ppolab", "train"]
     for name, value in config.items():
-        if isinstance(value, bool):
-            default = TrainConfig.model_fields[name].default
-            if value != default:
-                argv.append(flag(name) if value else "--no-" + name.replace("_", "-"))
-        elif isinstance(value, list):
-            argv += [flag(name), *map(str, value)]
-        elif value is not None:
-            argv += [flag(name), str(value)]
+        argv += to_args(name, value)
     return [*argv, "--logdir", str(logdir), "--run-name", run_name]
 
 

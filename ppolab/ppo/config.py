@@ -124,3 +124,13 @@ class TrainConfig(BaseModel):
 
 def flag(field: str) -> str:
     return "--" + field.replace("_", "-")
+
+
+def to_args(field: str, value: object) -> list[str]:
+    """The command-line words that set one train setting. Booleans are always explicit (`--learn-std=false`):
+    a value equal to the field's default may still differ from the env's preset."""
+    if isinstance(value, bool):
+        return [f"{flag(field)}={'true' if value else 'false'}"]
+    if isinstance(value, list):
+        return [flag(field), *map(str, value)]
+    return [] if value is None else [flag(field), str(value)]

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from ppolab import __version__
 from ppolab.errors import UserError
-from ppolab.ppo.config import TrainConfig, flag
+from ppolab.ppo.config import TrainConfig, to_args
 from ppolab.util.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -74,12 +74,7 @@ def reproduce_command(cfg: TrainConfig) -> str:
     for name, value in cfg.model_dump().items():
         if name in ("env", "run_name") or (value == getattr(defaults, name) and name not in ("seed", "logdir")):
             continue
-        if isinstance(value, bool):
-            parts.append(flag(name) if value else "--no-" + name.replace("_", "-"))
-        elif isinstance(value, list):
-            parts += [flag(name), *map(str, value)]
-        elif value is not None:
-            parts += [flag(name), str(value)]
+        parts += to_args(name, value)
     return shlex.join(parts)
 
 
