@@ -59,7 +59,10 @@ def main() -> None:
     cmd += ["--logdir", args.logdir, "--run-name", run_name]
     if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
         cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
-    subprocess.run(cmd, check=True, env={**os.environ, "RAY_ADDRESS": ""})  # its console shows the progress
+    code = subprocess.run(cmd, env={**os.environ, "RAY_ADDRESS": ""}).returncode  # its console shows the progress
+    if code != 0:  # stopped (Ctrl-C, SIGTERM, a full disk) or failed: the run folder keeps what was done
+        print(f"Training ended with exit code {code}; run the same command again to continue {run_dir}.")
+        sys.exit(code)
 
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     iters = [r for r in rows if r["type"] == "iteration"]
