@@ -33,11 +33,11 @@ def sweep(tmp_path):
 
 @pytest.mark.parametrize("case", STATE_CASES)
 def test_a_damaged_state_json_is_named_by_every_reader(tmp_path, case):
-    from ppolab.analysis.report import run_states, write_report
     from ppolab.errors import UserError
     from ppolab.experiments import display
+    from ppolab.experiments.executors.local import run_sweep
     from ppolab.experiments.plan import load_plan
-    from ppolab.experiments.runner import run_sweep
+    from ppolab.experiments.report import run_states, write_report
 
     d = sweep(tmp_path)
     (d / "state.json").write_bytes(STATE_CASES[case])
@@ -72,10 +72,10 @@ METRICS_CASES = {
 def test_damaged_metrics_lines_are_skipped_by_every_reader(tmp_path, case):
     from ppolab.analysis.compare import compare, load_runs
     from ppolab.analysis.parse import load_run
-    from ppolab.analysis.report import write_report
     from ppolab.analysis.summary import summarize
     from ppolab.experiments import display
     from ppolab.experiments.plan import load_plan
+    from ppolab.experiments.report import write_report
 
     d = sweep(tmp_path)
     metrics = d / "runs" / "fast-s1" / "metrics.jsonl"

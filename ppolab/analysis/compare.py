@@ -37,6 +37,7 @@ from ppolab.analysis.stats import (
 )
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
+from ppolab.util import tables
 
 NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
 DEFAULT_MIN_EFFECT = 0.1  # of the control's mean |final reward|, when the sweep gives no metadata.min_effect
@@ -170,10 +171,7 @@ def _fmt(v) -> str:
 
 
 def table(runs: list[Run], control: dict) -> str:
-    lines = [
-        "| Run | Final Reward | Peak Eval Reward | Peak Iter | Stable? | Key Hyperparam Diffs |",
-        "|-----|--------------|------------------|-----------|---------|----------------------|",
-    ]
+    rows = []
     for r in runs:
         s = r.summary
         params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
@@ -183,8 +181,10 @@ def table(runs: list[Run], control: dict) -> str:
         peak_iter = "-" if s is None or s.peak_eval_iteration is None else str(s.peak_eval_iteration)
         final = _fmt(s.final_mean_reward) if s else "-"
         peak = _fmt(s.peak_eval_reward) if s else "-"
-        lines.append(f"| {name} | {final} | {peak} | {peak_iter} | {stable} | {d} |")
-    return "\n".join(lines)
+        rows.append([name, final, peak, peak_iter, stable, d])
+    return tables.table(
+        ["Run", "Final Reward", "Peak Eval Reward", "Peak Iter", "Stable?", "Key Hyperparam Diffs"], rows
+    )
 
 
 @dataclass
@@ -265,19 +265,18 @@ def describe_test(t: Test, control: Configuration, margin_text: str, k: int) -> 
 def seed_statistics(configs: list[Configuration], margin: float, margin_text: str) -> tuple[str, list[str]]:
     """The per-configuration table and one statement per treatment against the control."""
     control = configs[0]
-    lines = [
-        "| Configuration | Finished seeds | Mean [95% t CI] | IQM | P(better than control) |",
-        "|---------------|----------------|-----------------|-----|------------------------|",
-    ]
+    rows = []
     for c in configs:
         x = c.scores
         if len(x) == 0:
-            lines.append(f"| {c.label} | 0 of {len(c.runs)} | - | - | - |")
+            rows.append([c.label, f"0 of {len(c.runs)}", "-", "-", "-"])
             continue
         poi = prob_improvement_ci(x, control.scores) if c is not control and len(control.scores) else None
         cells = [mean_ci(x).fmt(), bootstrap_ci(x, iqm).fmt(), poi.fmt(2) if poi else "-"]
-        lines.append(f"| {c.label} | {len(x)} of {len(c.runs)} | " + " | ".join(cells) + " |")
-    lines += [
+        rows.append([c.label, f"{len(x)} of {len(c.runs)}", *cells])
+    header = ["Configuration", "Finished seeds", "Mean [95% t CI]", "IQM", "P(better than control)"]
+    lines = [
+        tables.table(header, rows),
         "",
         f"Means: Student t intervals. IQM and P(better): percentile-bootstrap intervals from {BOOTSTRAP_MIN_SEEDS} "
         "seeds a side; with fewer, a bootstrap is far too narrow, and the value is an estimate only.",

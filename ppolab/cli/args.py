@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import types
 import typing
@@ -11,7 +12,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from ppolab.errors import UserError
-from ppolab.ppo.config import flag
+from ppolab.ppo.config import TrainConfig, flag
 
 
 class Parser(argparse.ArgumentParser):
@@ -110,3 +111,20 @@ def build(model: type[BaseModel], values: dict[str, Any]) -> BaseModel:
         return model(**values)
     except ValidationError as exc:
         raise UserError(validation_message(exc)) from None
+
+
+def print_json(command: str, payload: dict) -> None:
+    """Machine-readable output: one JSON object with its schema version and the command (see the README)."""
+    print(json.dumps({"schema_version": 1, "command": command, **payload}, indent=2, default=str))
+
+
+def train_defaults(flags: list[str], option: str) -> dict:
+    """Parse `ppolab train` flags given inside another option (e.g. matrix --command) into config values."""
+    parser = InnerParser(option)
+    add_model_flags(parser, TrainConfig)
+    ns, unknown = parser.parse_known_args(flags)
+    if unknown:
+        raise UserError(f"{option}: '{unknown[0]}' is not a train flag (see ppolab train --help)")
+    values = vars(ns)
+    build(TrainConfig, {"env": "cartpole", **values})  # checks values now, not run by run
+    return values

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
-import json
 import os
 import signal
 import sys
@@ -13,7 +12,8 @@ from pathlib import Path
 
 from ppolab import __version__
 from ppolab.cli import ops_cli, tune_cli
-from ppolab.cli.args import InnerParser, Parser, add_model_flags, build
+from ppolab.cli.args import Parser, add_model_flags, build, print_json
+from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
 from ppolab.ppo.config import TrainConfig, flag
@@ -84,61 +84,6 @@ examples:
 """
 
 
-def _add_launch_flags(p: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that launches a sweep."""
-    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
-    p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
-    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
-    p.add_argument(
-        "--max-retries",
-        type=int,
-        default=2,
-        metavar="N",
-        help="extra attempts for a failed or interrupted run (default: 2)",
-    )
-    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
-    p.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default="local",
-        help="local: one run at a time on this machine (default); ray: every run a task on the Ray cluster at "
-        "RAY_ADDRESS, reserving the sweep file's resources (num_cpus, num_gpus) and running side by side as "
-        "they allow. The sweep folder must be on a filesystem every node sees",
-    )
-    _add_parallel_flags(p, default=1)
-
-
-PARALLEL_WHY = (
-    "Training is compute-bound: jobs running side by side on one machine slow each other "
-    "down, finish no sooner in total, and make their timings (steps/s, ETA) meaningless."
-)
-
-
-def _add_parallel_flags(p: argparse.ArgumentParser, default: int) -> None:
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=default,
-        metavar="N",
-        help=f"jobs at once on this machine (default: {default}); more than 1 needs --allow-parallel",
-    )
-    p.add_argument(
-        "--allow-parallel",
-        action="store_true",
-        help="allow --workers > 1. Not recommended: " + PARALLEL_WHY.replace("%", "%%"),
-    )
-
-
-def check_workers(ns: argparse.Namespace) -> None:
-    if ns.workers < 0:
-        raise UserError("--workers: must be 0 or more")
-    if ns.workers > 1 and not ns.allow_parallel:
-        raise UserError(
-            f"--workers {ns.workers}: runs go one at a time on a machine; add --allow-parallel to override. "
-            + PARALLEL_WHY
-        )
-
-
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
@@ -153,7 +98,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--status", action="store_true", help="one row per run: state, iteration, elapsed, ETA")
     mode.add_argument("--list", action="store_true", help="every sweep under --root with done/total")
     p.add_argument("--json", action="store_true", help="with --info, --dry-run, --status or --list: print JSON")
-    _add_launch_flags(p)
+    add_launch_flags(p)
 
 
 EXPERIMENT_HELP = """A quick experiment from the command line: writes the equivalent sweep.yaml under
@@ -182,7 +127,7 @@ def _add_experiment(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", type=int, metavar="N", help="run every configuration with seeds 1..N")
     p.add_argument("--hypothesis", default="", help="what the experiment should show")
-    _add_launch_flags(p)
+    add_launch_flags(p)
     add_model_flags(p, TrainConfig, skip={"logdir", "run_name", "continued", "experiment_tag"})
 
 
@@ -252,18 +197,6 @@ def make_parser() -> Parser:
     return parser
 
 
-def train_defaults(flags: list[str], option: str) -> dict:
-    """Parse `ppolab train` flags given inside another option (e.g. matrix --command) into config values."""
-    parser = InnerParser(option)
-    add_model_flags(parser, TrainConfig)
-    ns, unknown = parser.parse_known_args(flags)
-    if unknown:
-        raise UserError(f"{option}: '{unknown[0]}' is not a train flag (see ppolab train --help)")
-    values = vars(ns)
-    build(TrainConfig, {"env": "cartpole", **values})  # checks values now, not run by run
-    return values
-
-
 def run_train(ns: argparse.Namespace) -> int:
     from ppolab.ppo.run_files import load_config
     from ppolab.ppo.trainer import train
@@ -294,7 +227,7 @@ def run_train(ns: argparse.Namespace) -> int:
         _check_mirror(cfg, given)
         if cfg.continued:
             _check_policy_file("--continued", Path(cfg.continued))
-    from ppolab.ppo.sampler import resolve_backend
+    from ppolab.ppo.sampling import resolve_backend
 
     if resolve_backend(ns.backend) == "ray":
         from ppolab.ppo.ray_sampler import check_address
@@ -365,11 +298,6 @@ def _find_sweep(ns: argparse.Namespace) -> Path:
     return path
 
 
-def print_json(command: str, payload: dict) -> None:
-    """Machine-readable output: one JSON object with its schema version and the command (see the README)."""
-    print(json.dumps({"schema_version": 1, "command": command, **payload}, indent=2, default=str))
-
-
 def run_sweep_cmd(ns: argparse.Namespace) -> int:
     from ppolab.experiments import display, plan
 
@@ -392,72 +320,9 @@ def run_sweep_cmd(ns: argparse.Namespace) -> int:
             print_json("sweep --status", {"sweep": sweep_dir.name, "runs": display.status_data(sweep_dir, planned)})
         else:
             info = display.info_data(spec, planned, sweep_dir)
-            print_json("sweep --dry-run", {"sweep": sweep_dir.name, "info": info, "plan": display.plan_data(planned)})
+            print_json("sweep --dry-run", {"sweep": sweep_dir.name, "info": info, "plan": plan.plan_data(planned)})
         return 0
     return launch(sweep_dir, ns, dry_run=ns.dry_run)
-
-
-def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> int:
-    """Show the plan, ask for approval, then run it (or detach a runner that does)."""
-    import subprocess
-
-    from ppolab.experiments import display, plan
-    from ppolab.experiments.runner import run_sweep
-
-    spec, planned = plan.load_plan(sweep_dir)
-    if ns.max_retries < 0:
-        raise UserError("--max-retries: must be 0 or more")
-    check_workers(ns)
-    executor = getattr(ns, "executor", "local")
-    if executor == "ray":
-        from ppolab.ppo.ray_sampler import check_address
-
-        if ns.workers > 1:
-            raise UserError(
-                "--workers is for the local executor; on Ray, the runs' resources decide how many run at once"
-            )
-        check_address()
-    print(display.info(spec, planned, sweep_dir))
-    print(display.plan_table(planned))
-    if dry_run:
-        return 0
-    workers = max(1, ns.workers)
-    if not ns.yes:
-        if not sys.stdin.isatty():
-            raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
-        how = "one at a time" if workers == 1 else f"{workers} at a time"
-        how = "on the Ray cluster" if executor == "ray" else how
-        answer = input(f"Launch {len(planned)} runs, {how}? [y/N] ").strip().lower()
-        if answer not in ("y", "yes"):
-            print("Not launched.")
-            return 1
-    if ns.detach:
-        log = open(sweep_dir / "sweep.log", "a")
-        argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]
-        argv += ["--workers", str(workers)] + (["--allow-parallel"] if workers > 1 else [])
-        argv += ["--executor", executor]
-        proc = subprocess.Popen(
-            argv + (["--no-wait"] if ns.no_wait else []),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
-        print(f"Follow it: ppolab sweep {sweep_dir} --status   (log: {sweep_dir / 'sweep.log'})")
-        return 0
-    if executor == "ray":
-        from ppolab.experiments.ray_executor import run_sweep_on_ray
-
-        return run_sweep_on_ray(sweep_dir, spec.metadata.name, planned, max_retries=ns.max_retries)
-    return run_sweep(
-        sweep_dir,
-        spec.metadata.name,
-        planned,
-        wait_for_lock=not ns.no_wait,
-        max_retries=ns.max_retries,
-        parallel=workers,
-    )
 
 
 def run_experiment_cmd(ns: argparse.Namespace) -> int:
@@ -500,8 +365,8 @@ def run_compare(ns: argparse.Namespace) -> int:
             raise UserError(f"{p}: no such folder")
     min_effect, states = ns.min_effect, None
     if len(paths) == 1 and (paths[0] / "sweep.yaml").exists():
-        from ppolab.analysis.report import run_states
         from ppolab.experiments.plan import expand
+        from ppolab.experiments.report import run_states
         from ppolab.experiments.spec import load_sweep
 
         spec = load_sweep(paths[0])
@@ -538,7 +403,7 @@ def run_envs(ns: argparse.Namespace) -> int:
 
 
 def run_report(ns: argparse.Namespace) -> int:
-    from ppolab.analysis.report import write_report
+    from ppolab.experiments.report import write_report
 
     sweep_dir = Path(ns.sweep_dir)
     if not (sweep_dir / "sweep.yaml").exists():

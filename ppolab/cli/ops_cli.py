@@ -44,7 +44,7 @@ jobs share, such as EFS). Secrets go by reference: --secret NAME=ARN.
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    from ppolab.cli.main import _add_launch_flags
+    from ppolab.cli.launch import add_launch_flags
 
     p = sub.add_parser(
         "doctor",
@@ -101,7 +101,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="with --workers 0: print the runs (seed, env, command) as JSON")
     p.add_argument("--name", help="sweep name under --root (default: matrix-ENV1-ENV2...)")
     p.add_argument("--write", action="store_true", help="write the sweep folder without running it")
-    _add_launch_flags(p)
+    add_launch_flags(p)
     p.set_defaults(workers=0)
     _add_slurm_resources(p)
 
@@ -143,7 +143,7 @@ def _add_slurm_resources(p: argparse.ArgumentParser) -> None:
 
 
 def _resources(ns: argparse.Namespace):
-    from ppolab.ops.slurm import Resources
+    from ppolab.experiments.executors.slurm import Resources
 
     res = Resources(ns.partition, ns.time, ns.cpus_per_task, ns.gpus_per_task, ns.mem, ns.max_concurrent)
     res.check()
@@ -158,7 +158,7 @@ def run_doctor(ns: argparse.Namespace) -> int:
     if unknown:
         raise UserError(f"--require: unknown credential '{unknown[0]}'; choose from {', '.join(CREDENTIALS)}")
     if ns.json:
-        from ppolab.cli.main import print_json
+        from ppolab.cli.args import print_json
         from ppolab.ops.doctor import report_data
 
         data = report_data(required)
@@ -178,7 +178,7 @@ def run_repro(ns: argparse.Namespace) -> int:
     if ns.json:
         if ns.run:
             raise UserError("--json describes the run; drop it to --run")
-        from ppolab.cli.main import print_json
+        from ppolab.cli.args import print_json
         from ppolab.ops.repro import describe_data
 
         print_json("repro", describe_data(run_dir))
@@ -194,7 +194,8 @@ def run_repro(ns: argparse.Namespace) -> int:
 def run_matrix(ns: argparse.Namespace) -> int:
     import yaml
 
-    from ppolab.cli.main import check_workers, launch, train_defaults
+    from ppolab.cli.args import train_defaults
+    from ppolab.cli.launch import check_workers, launch
     from ppolab.envs import ENVS
     from ppolab.experiments.quick import write_sweep
     from ppolab.ops.matrix import Matrix
@@ -209,7 +210,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
     if ns.json:
         if ns.workers or ns.write:
             raise UserError("--json lists the matrix; drop it to --write or run it")
-        from ppolab.cli.main import print_json
+        from ppolab.cli.args import print_json
 
         pairs = zip(matrix.cells(), matrix.commands())
         cells = [{"seed": seed, "env": env, "command": cmd} for (seed, env), cmd in pairs]
@@ -227,7 +228,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
         if ns.format == "sweep":
             print(yaml.safe_dump(doc, sort_keys=False), end="")
         else:
-            from ppolab.ops.slurm import render_script
+            from ppolab.experiments.executors.slurm import render_script
 
             sweep_dir = Path(ns.root) / name
             print(render_script(sweep_dir, name, list(range(len(matrix.cells()))), res), end="")
@@ -241,8 +242,8 @@ def run_matrix(ns: argparse.Namespace) -> int:
 
 
 def run_slurm(ns: argparse.Namespace) -> int:
+    from ppolab.experiments.executors import slurm
     from ppolab.experiments.plan import load_plan
-    from ppolab.ops import slurm
 
     sweep_dir = Path(ns.sweep_dir)
     if not (sweep_dir / "sweep.yaml").is_file():

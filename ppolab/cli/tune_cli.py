@@ -130,7 +130,7 @@ def run_tune(ns: argparse.Namespace) -> int:
             raise UserError(f"--study {ns.study}: no such study in {storage}") from None
         out = write_outputs(study, root / ns.study)
         if ns.json:
-            from ppolab.cli.main import print_json
+            from ppolab.cli.args import print_json
             from ppolab.experiments.tune_report import study_data
 
             print_json("tune --report", study_data(study, out))

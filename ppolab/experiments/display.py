@@ -13,31 +13,7 @@ from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec
 from ppolab.experiments.state import STATE_FILE, SweepState
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
-
-    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
-
-
-def _changes(run: PlannedRun) -> str:
-    return ", ".join(f"{k}={v}" for k, v in run.changes.items()) or "(defaults)"
-
-
-def plan_data(planned: list[PlannedRun]) -> list[dict]:
-    return [
-        {"run": i, "name": p.name, "key": p.key, "changes": p.changes, "command": p.command, "config": p.config}
-        for i, p in enumerate(planned, start=1)
-    ]
-
-
-def plan_table(planned: list[PlannedRun]) -> str:
-    rows = [[str(i), p.name, _changes(p), p.command] for i, p in enumerate(planned, start=1)]
-    return table(["Run", "Name", "Key Changes", "Command"], rows)
+from ppolab.util.tables import table
 
 
 def info_data(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> dict:
@@ -73,7 +49,7 @@ def status_data(sweep_dir: Path, planned: list[PlannedRun]) -> list[dict]:
     slurm_job = (state.data.get("slurm") or {}).get("job_id") if state else None
     slurm_states: dict[int, str] = {}
     if slurm_job:
-        from ppolab.ops.slurm import task_states
+        from ppolab.experiments.executors.slurm import task_states
 
         slurm_states = task_states(slurm_job)
     rows = []

@@ -16,9 +16,31 @@ from typing import Any
 from ppolab.errors import UserError
 from ppolab.experiments.spec import NAME, SweepSpec, load_sweep
 from ppolab.ppo.config import TrainConfig, to_args
+from ppolab.util.tables import table
 
 RUNS_DIR = "runs"
 LOGS_DIR = "logs"
+
+
+@dataclass(frozen=True)
+class TrainCall:
+    """One training: `config` (TrainConfig fields, logdir and run_name included) or a run folder to resume."""
+
+    config: dict[str, Any] | None = None
+    resume: Path | None = None
+
+    @classmethod
+    def fresh(cls, config: dict[str, Any], logdir: str | Path, run_name: str) -> TrainCall:
+        """A new run named `run_name` under `logdir`, whatever folder `config` named."""
+        rest = {k: v for k, v in config.items() if k not in ("logdir", "run_name")}
+        return cls({**rest, "logdir": str(logdir), "run_name": run_name})
+
+    @property
+    def argv(self) -> list[str]:
+        """The same training as a `ppolab train` command line: shown in logs, exec'd on Ray workers."""
+        if self.resume is not None:
+            return ["ppolab", "train", "--resume", str(self.resume)]
+        return ["ppolab", "train", *(a for name, value in (self.config or {}).items() for a in to_args(name, value))]
 
 
 @dataclass
@@ -29,8 +51,12 @@ class PlannedRun:
     config: dict[str, Any]  # train flags (snake_case), defaults applied
     changes: dict[str, Any]  # flags that differ from the sweep's defaults
     timeout: float | None = None
-    argv: list[str] = field(default_factory=list)
+    call: TrainCall = field(default_factory=TrainCall)
     resources: dict[str, float] = field(default_factory=lambda: {"num_cpus": 1.0, "num_gpus": 0.0})
+
+    @property
+    def argv(self) -> list[str]:
+        return self.call.argv
 
     @property
     def command(self) -> str:
@@ -41,14 +67,6 @@ def _tag(value: Any) -> str:
     if isinstance(value, list):
         return "x".join(_tag(v) for v in value)  # hidden_sizes [256, 256] -> 256x256
     return str(value).replace(".", "").replace("-", "m").replace(" ", "")
-
-
-def train_argv(config: dict[str, Any], logdir: Path, run_name: str) -> list[str]:
-    """The exact `ppolab train` command line for one run."""
-    argv = ["ppolab", "train"]
-    for name, value in config.items():
-        argv += to_args(name, value)
-    return [*argv, "--logdir", str(logdir), "--run-name", run_name]
 
 
 def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
@@ -77,7 +95,7 @@ def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
                         config=config,
                         changes=changes,
                         timeout=run.timeout or spec.timeout,
-                        argv=train_argv(config, sweep_dir / RUNS_DIR, name),
+                        call=TrainCall.fresh(config, sweep_dir / RUNS_DIR, name),
                         resources=(run.resources or spec.resources).model_dump(),
                     )
                 )
@@ -111,3 +129,19 @@ def load_plan(sweep_dir: Path) -> tuple[SweepSpec, list[PlannedRun]]:
             "use grid values made of letters, digits and _ . + = -"
         )
     return spec, planned
+
+
+def _changes(run: PlannedRun) -> str:
+    return ", ".join(f"{k}={v}" for k, v in run.changes.items()) or "(defaults)"
+
+
+def plan_data(planned: list[PlannedRun]) -> list[dict]:
+    return [
+        {"run": i, "name": p.name, "key": p.key, "changes": p.changes, "command": p.command, "config": p.config}
+        for i, p in enumerate(planned, start=1)
+    ]
+
+
+def plan_table(planned: list[PlannedRun]) -> str:
+    rows = [[str(i), p.name, _changes(p), p.command] for i, p in enumerate(planned, start=1)]
+    return table(["Run", "Name", "Key Changes", "Command"], rows)

@@ -36,9 +36,9 @@ from optuna.trial import TrialState
 
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
+from ppolab.experiments.executors.job import Job, prepare_run_dir
 from ppolab.experiments.machine_lock import MachineLock
-from ppolab.experiments.plan import train_argv
-from ppolab.experiments.runner import Job, prepare_run_dir
+from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.search_space import SearchSpace
 
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -268,8 +268,8 @@ def _run_trial(s: TuneSettings, study: optuna.Study, trial: optuna.Trial, done: 
     runs = [(env, seed) for env in s.envs for seed in s.seeds]
     for k, (env, seed) in enumerate(runs):
         name = f"{env}-s{seed}"
-        argv = train_argv({**config, "env": env, "seed": seed}, trial_dir, name)
-        raw = _train(s, trial, argv, trial_dir / name, offset=k * n_itr, n_itr=n_itr, env=env, prior=scores)
+        call = TrainCall.fresh({**config, "env": env, "seed": seed}, trial_dir, name)
+        raw = _train(s, trial, call, trial_dir / name, offset=k * n_itr, n_itr=n_itr, env=env, prior=scores)
         scores[name] = raw
         trial.set_user_attr("scores", scores)
     return _objective(s, scores)
@@ -339,7 +339,7 @@ class RunningScore:
 def _train(
     s: TuneSettings,
     trial: optuna.Trial,
-    argv: list[str],
+    call: TrainCall,
     run_dir: Path,
     *,
     offset: int,
@@ -350,10 +350,10 @@ def _train(
     """Run (or resume, or reuse) one training run, reporting its running score; its final score."""
     summary = summarize_run(run_dir) if (run_dir / "last.pt").is_file() else None
     if summary is None or summary.iterations < n_itr:
-        argv, resumed = prepare_run_dir(run_dir, argv)
+        call, resumed = prepare_run_dir(run_dir, call)
         log = run_dir.parent / f"{run_dir.name}.log"
         s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
-        job = Job(argv, log, open(os.devnull, "w"))
+        job = Job(call, log, open(os.devnull, "w"))
         score = RunningScore(s.metric, run_dir / "metrics.jsonl")
         reported = -1
         beat = 0.0

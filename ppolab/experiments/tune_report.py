@@ -16,9 +16,9 @@ import yaml
 from optuna.trial import TrialState
 
 from ppolab.errors import UserError
-from ppolab.experiments.display import table
 from ppolab.experiments.quick import write_sweep
 from ppolab.util.files import atomic_write_text
+from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ppolab.errors import UserError
-from ppolab.experiments.plan import PlannedRun
+from ppolab.experiments.plan import PlannedRun, TrainCall
 
 ARN = re.compile(r"^arn:aws[\w-]*:(secretsmanager|ssm):[\w-]+:\d{12}:(secret:|parameter/)\S+$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -96,11 +97,10 @@ def submissions(sweep_name: str, planned: list[PlannedRun], opt: BatchOptions) -
     jobs = []
     for p in planned:
         run_dir = f"{opt.output_dir}/{sweep_name}/runs/{p.name}"
-        train = p.argv[1:-4]  # without "ppolab" and the local --logdir/--run-name
-        logdir = f"{opt.output_dir}/{sweep_name}/runs"
+        fresh = TrainCall.fresh(p.config, f"{opt.output_dir}/{sweep_name}/runs", p.name)
         script = (
-            f"if [ -f {run_dir}/last.pt ]; then exec ppolab train --resume {run_dir}; "
-            f"else exec ppolab {' '.join(train)} --logdir {logdir} --run-name {p.name}; fi"
+            f"if [ -f {shlex.quote(run_dir)}/last.pt ]; then exec ppolab train --resume {shlex.quote(run_dir)}; "
+            f"else exec {shlex.join(fresh.argv)}; fi"
         )
         jobs.append(
             {
@@ -120,7 +120,7 @@ def preview(sweep_name: str, planned: list[PlannedRun], opt: BatchOptions) -> st
 
 
 def execute(sweep_name: str, planned: list[PlannedRun], opt: BatchOptions) -> int:
-    from ppolab.ops.doctor import aws
+    from ppolab.util.credentials import aws
 
     cred = aws()
     if not cred.ready:

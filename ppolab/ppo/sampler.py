@@ -13,7 +13,6 @@ import os
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Protocol
 
 from threadpoolctl import threadpool_limits
 
@@ -134,39 +133,3 @@ class LocalSampler:
             if p.is_alive():
                 p.terminate()
         self.conns, self.workers = [], []
-
-
-class Sampler(Protocol):
-    """What the trainer needs of a sampling backend (LocalSampler, ray_sampler.RaySampler)."""
-
-    procs: int
-    say: Callable[[str], None]
-
-    def describe(self) -> str: ...
-
-    def sample(self, params: dict, **kwargs) -> Trajectories: ...
-
-    def close(self) -> None: ...
-
-
-def resolve_backend(requested: str) -> str:
-    """auto: Ray when RAY_ADDRESS names a cluster, else the local processes (no Ray started or imported)."""
-    if requested == "auto":
-        return "ray" if os.environ.get("RAY_ADDRESS") else "local"
-    return requested
-
-
-def make_sampler(
-    backend: str,
-    env_name: str,
-    total_slots: int,
-    procs: int | None = None,
-    overrides: dict | None = None,
-    say: Callable[[str], None] = print,
-) -> Sampler:
-    """The sampler of `backend` ("local" or "ray"); both give the same trajectories for a seed."""
-    if resolve_backend(backend) == "ray":
-        from ppolab.ppo.ray_sampler import RaySampler
-
-        return RaySampler(env_name, total_slots, procs, overrides, say)
-    return LocalSampler(env_name, total_slots, procs, overrides, say)

@@ -31,7 +31,7 @@ class Tracker:
         except ImportError:
             say("W&B: the wandb package is not installed; training without tracking")
             return
-        from ppolab.ops.doctor import wandb as wandb_credential
+        from ppolab.util.credentials import wandb as wandb_credential
 
         mode = os.environ.get("WANDB_MODE", "").lower()
         why = "WANDB_MODE=offline"

@@ -31,23 +31,14 @@ from ppolab.ppo.policy import (
 from ppolab.ppo.recurrent import Segments, old_outputs, recurrent_update
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
-from ppolab.ppo.sampler import make_sampler
+from ppolab.ppo.sampling import make_sampler
 from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror, compute_gae, ppo_update
 from ppolab.util.files import remove_stale_temps
+from ppolab.util.interrupt import sigterm_as_interrupt
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
-
-
-def _raise_interrupt(signum, frame):
-    """SIGTERM ends a run like Ctrl-C: cleanly, with its summary line.
-
-    Further SIGTERMs (Slurm signals every process, then the runner stops its child) are
-    ignored until the run has written its summary, instead of killing it half-way.
-    """
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise KeyboardInterrupt
 
 
 def resolve_device(name: str) -> torch.device:
@@ -242,7 +233,7 @@ def train(
     for note in metrics.notes:
         console.line(note)
 
-    previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
     mirror = None
     if cfg.mirror and cfg.mirror_coeff > 0 and probe.symmetry is not None:

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry, summary_of
 from ppolab.experiments.machine_lock import HELD
-from ppolab.experiments.plan import LOGS_DIR, PlannedRun, load_plan
-from ppolab.experiments.runner import Job, prepare_run_dir, started_entry, summary_of
+from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun, load_plan
 from ppolab.experiments.state import locked, now
 
 # (signal received or None, exit code) -> (final state, reason)
@@ -29,7 +29,7 @@ Decide = Callable[[int | None, int], tuple[str, str | None]]
 
 
 def run_dirs(planned: list[PlannedRun]) -> dict[str, str]:
-    return {p.name: str(Path("runs") / p.name) for p in planned}
+    return {p.name: str(Path(RUNS_DIR) / p.name) for p in planned}
 
 
 class StopSignals:
@@ -77,11 +77,11 @@ def run_task(
         if entry["state"] == "done":
             print(f"Run {run.name} is already done; nothing to do.", file=out, flush=True)
             return "done"
-        argv, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.argv)
+        call, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.call)
         label = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in where.items())
         print(f"{label} on {socket.gethostname()}: {run.name}", file=out, flush=True)
-        print(f"$ {' '.join(argv)}", file=out, flush=True)
-        job = Job(argv, sweep_dir / LOGS_DIR / f"{run.name}.log", out, fresh_process=fresh_process)
+        print(f"$ {' '.join(call.argv)}", file=out, flush=True)
+        job = Job(call, sweep_dir / LOGS_DIR / f"{run.name}.log", out, fresh_process=fresh_process)
         reason = "resumed from its checkpoint" if resumed else None
         state.update(run.name, **started_entry(job, entry["attempts"] + 1, reason, **where))
     try:
@@ -107,7 +107,7 @@ def run_task(
         all_ended = all(state.runs[p.name]["state"] in ("done", "failed") for p in planned)
     print(f"Run {run.name}: {final}" + (f" ({reason})" if reason else ""), file=out, flush=True)
     if all_ended and final in ("done", "failed"):
-        from ppolab.analysis.report import write_report
+        from ppolab.experiments.report import write_report
 
         try:
             print(f"Report: {write_report(sweep_dir)}", file=out, flush=True)

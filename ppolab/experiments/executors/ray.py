@@ -3,7 +3,7 @@
 Each task reserves its run's `resources` (num_cpus, num_gpus; from the sweep file),
 so runs go in parallel across the cluster's nodes but never more at once than the
 resources allow; Ray queues the rest. A task runs its run like a Slurm array task
-(ppolab.experiments.task): state.json, logs and run folders in the sweep folder,
+(ppolab.experiments.executors.task): state.json, logs and run folders in the sweep folder,
 which every node must see (a shared filesystem). A run lost with its node goes
 back to pending and is submitted again; it resumes from its checkpoint.
 """
@@ -18,15 +18,12 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ppolab.experiments import task
+from ppolab.experiments.executors import task
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import locked
+from ppolab.util.interrupt import sigterm_as_interrupt
 
 CANCEL_GRACE_S = 90.0
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def _ray_task(sweep_dir: str, index: int) -> str:
@@ -72,7 +69,7 @@ def run_sweep_on_ray(
             num_cpus=res["num_cpus"], num_gpus=res["num_gpus"], max_retries=0, name=f"ppolab {planned[i].name}"
         ).remote(str(sweep_dir), i)
 
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the sweep like Ctrl-C
+    previous = signal.signal(signal.SIGTERM, sigterm_as_interrupt)  # `kill` stops the sweep like Ctrl-C
     refs = {submit(i): i for i in todo}
     total = ray.cluster_resources()
     say(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.experiments import task
+from ppolab.experiments.executors import task
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, locked, now
 from ppolab.util.files import atomic_write_text

@@ -20,8 +20,7 @@ from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.compare import Configuration, compare, fps_spread, group, load_runs, verdict
 from ppolab.analysis.parse import load_run
 from ppolab.errors import UserError
-from ppolab.experiments.display import plan_table
-from ppolab.experiments.plan import expand
+from ppolab.experiments.plan import expand, plan_table
 from ppolab.experiments.spec import load_sweep
 from ppolab.experiments.state import SweepState
 from ppolab.util.files import atomic_write_text

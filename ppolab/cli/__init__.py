@@ -1,0 +1,1 @@
+"""Command line: argument parsing and one call per command."""

@@ -1,0 +1,126 @@
+"""Launching a sweep: the shared flags, the plan shown for approval, then the executor that runs it."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from ppolab.errors import UserError
+
+
+def add_launch_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that launches a sweep."""
+    p.add_argument("--yes", action="store_true", help="launch without asking for approval")
+    p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
+    p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="extra attempts for a failed or interrupted run (default: 2)",
+    )
+    p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: one run at a time on this machine (default); ray: every run a task on the Ray cluster at "
+        "RAY_ADDRESS, reserving the sweep file's resources (num_cpus, num_gpus) and running side by side as "
+        "they allow. The sweep folder must be on a filesystem every node sees",
+    )
+    add_parallel_flags(p, default=1)
+
+
+PARALLEL_WHY = (
+    "Training is compute-bound: jobs running side by side on one machine slow each other "
+    "down, finish no sooner in total, and make their timings (steps/s, ETA) meaningless."
+)
+
+
+def add_parallel_flags(p: argparse.ArgumentParser, default: int) -> None:
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=default,
+        metavar="N",
+        help=f"jobs at once on this machine (default: {default}); more than 1 needs --allow-parallel",
+    )
+    p.add_argument(
+        "--allow-parallel",
+        action="store_true",
+        help="allow --workers > 1. Not recommended: " + PARALLEL_WHY.replace("%", "%%"),
+    )
+
+
+def check_workers(ns: argparse.Namespace) -> None:
+    if ns.workers < 0:
+        raise UserError("--workers: must be 0 or more")
+    if ns.workers > 1 and not ns.allow_parallel:
+        raise UserError(
+            f"--workers {ns.workers}: runs go one at a time on a machine; add --allow-parallel to override. "
+            + PARALLEL_WHY
+        )
+
+
+def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> int:
+    """Show the plan, ask for approval, then run it (or detach a runner that does)."""
+    from ppolab.experiments import display, plan
+    from ppolab.experiments.executors.local import run_sweep
+
+    spec, planned = plan.load_plan(sweep_dir)
+    if ns.max_retries < 0:
+        raise UserError("--max-retries: must be 0 or more")
+    check_workers(ns)
+    executor = getattr(ns, "executor", "local")
+    if executor == "ray":
+        from ppolab.ppo.ray_sampler import check_address
+
+        if ns.workers > 1:
+            raise UserError(
+                "--workers is for the local executor; on Ray, the runs' resources decide how many run at once"
+            )
+        check_address()
+    print(display.info(spec, planned, sweep_dir))
+    print(plan.plan_table(planned))
+    if dry_run:
+        return 0
+    workers = max(1, ns.workers)
+    if not ns.yes:
+        if not sys.stdin.isatty():
+            raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
+        how = "one at a time" if workers == 1 else f"{workers} at a time"
+        how = "on the Ray cluster" if executor == "ray" else how
+        answer = input(f"Launch {len(planned)} runs, {how}? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("Not launched.")
+            return 1
+    if ns.detach:
+        log = open(sweep_dir / "sweep.log", "a")
+        argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]
+        argv += ["--workers", str(workers)] + (["--allow-parallel"] if workers > 1 else [])
+        argv += ["--executor", executor]
+        proc = subprocess.Popen(
+            argv + (["--no-wait"] if ns.no_wait else []),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
+        print(f"Follow it: ppolab sweep {sweep_dir} --status   (log: {sweep_dir / 'sweep.log'})")
+        return 0
+    if executor == "ray":
+        from ppolab.experiments.executors.ray import run_sweep_on_ray
+
+        return run_sweep_on_ray(sweep_dir, spec.metadata.name, planned, max_retries=ns.max_retries)
+    return run_sweep(
+        sweep_dir,
+        spec.metadata.name,
+        planned,
+        wait_for_lock=not ns.no_wait,
+        max_retries=ns.max_retries,
+        parallel=workers,
+    )
