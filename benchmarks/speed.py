@@ -25,11 +25,12 @@ import torch
 from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
-from ppolab.ppo.rollout import collect
+from ppolab.ppo.rollout import Trajectories, collect
 from ppolab.ppo.sampler import LocalSampler, available_cores
 from ppolab.ppo.sampling_policy import SamplingPolicy
+from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.trainer import build_networks
-from ppolab.ppo.update import Batch, FlatAdam, Hyper, ppo_update
+from ppolab.ppo.update import FlatAdam, Hyper, ppo_update
 
 
 def best_of(fn, repeats: int) -> float:
@@ -80,17 +81,34 @@ def breakdown(cfg: TrainConfig, params: dict, slots: int, repeats: int) -> dict:
     }
 
 
+def random_trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajectories:
+    """An iteration's worth of random experience: the update's cost does not depend on its values."""
+    rng = np.random.default_rng(0)
+    ended = np.zeros((steps, slots), bool)
+    ended[-1] = True
+    return Trajectories(
+        obs=rng.standard_normal((steps, slots, obs_dim), dtype=np.float32),
+        actions=0.1 * rng.standard_normal((steps, slots, act_dim), dtype=np.float32),
+        rewards=rng.standard_normal((steps, slots), dtype=np.float32),
+        terminated=np.zeros((steps, slots), bool),
+        ended=ended,
+        final_obs=rng.standard_normal((steps, slots, obs_dim), dtype=np.float32),
+        ep_return=np.full((steps, slots), np.nan),
+        ep_length=np.full((steps, slots), np.nan),
+    )
+
+
 def update(cfg: TrainConfig, repeats: int) -> dict:
     torch.set_num_threads(1)
     actor, critic = build_networks(cfg, 5, 1)
     opt = FlatAdam(actor, critic, cfg.lr, cfg.eps)
     n = cfg.batch_size
-    obs, actions = torch.randn(n, 5), torch.randn(n, 1) * 0.1
-    with torch.no_grad():
-        mean, std = actor.head(obs)
-    b = Batch(obs, actions, torch.zeros(n), torch.randn(n), torch.randn(n), mean, std.expand_as(mean))
+    storage = RolloutStorage(
+        random_trajectories(cfg.max_traj_len, cfg.num_slots, 5, 1), actor, critic, gamma=cfg.gamma, lam=cfg.lam,
+        recurrent=False, device=torch.device("cpu"),
+    )  # fmt: skip
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
-    seconds = best_of(lambda: ppo_update(actor, critic, opt, b, hp, np.random.default_rng(0)), repeats)
+    seconds = best_of(lambda: ppo_update(actor, critic, opt, storage, hp, np.random.default_rng(0)), repeats)
     minibatches = cfg.epochs * -(-n // cfg.minibatch_size)
     return {
         "seconds_per_iteration": seconds,

@@ -9,7 +9,7 @@ from ppolab.envs import make_env
 from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
 from ppolab.ppo.rollout import Trajectories, collect
 from ppolab.ppo.sampling_policy import SamplingPolicy
-from ppolab.ppo.update import compute_gae
+from ppolab.ppo.storage import compute_gae
 
 
 def test_gae_bootstraps_time_outs_but_not_terminations():

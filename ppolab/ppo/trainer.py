@@ -8,8 +8,9 @@ import signal
 import sys
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 import torch
@@ -25,15 +26,14 @@ from ppolab.ppo.policy import (
     ObsNormalizer,
     RecurrentActor,
     RecurrentCritic,
-    gaussian_log_prob,
     sampling_params,
 )
-from ppolab.ppo.recurrent import Segments, old_outputs, recurrent_update
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampling import make_sampler
+from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
-from ppolab.ppo.update import Batch, FlatAdam, Hyper, Mirror, compute_gae, ppo_update
+from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
 
@@ -153,6 +153,35 @@ def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> l
     return notes
 
 
+@dataclass
+class Session:
+    """Everything one training process holds: the networks, the sampler, the run folder and its logs."""
+
+    cfg: TrainConfig
+    seed: int
+    device: torch.device
+    probe: Any  # a one-env batch: dimensions and the mirror maps
+    env_overrides: dict | None
+    actor: Actor
+    critic: Critic
+    optimizer: FlatAdam
+    sampler: Any
+    run_dir: Path
+    console: Console
+    log_file: TextIO
+    metrics: MetricsLog
+    eval_env: Any
+    start_itr: int = 0
+    total_steps: int = 0
+    prior_time: float = 0.0
+    best: tuple[float, int] | None = None
+    t_start: float = field(default_factory=time.perf_counter)
+
+    @property
+    def elapsed(self) -> float:
+        return self.prior_time + (time.perf_counter() - self.t_start)
+
+
 def train(
     cfg: TrainConfig,
     *,
@@ -162,14 +191,56 @@ def train(
     out: TextIO = sys.stdout,
 ) -> tuple[Path, bool]:
     """Train until n_itr or an interrupt. Returns (run folder, completed)."""
+    s = setup(cfg, resume_dir, sampler_procs, backend, out)
+    cfg = s.cfg
+    previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
+    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
+    mirror = mirror_loss(s)
+    itr, interrupted, no_space = s.start_itr, False, None
+    try:
+        if resume_dir is None and not cfg.continued:
+            warm_up(s)
+        for itr in range(s.start_itr, cfg.n_itr):
+            t0 = time.perf_counter()
+            traj = s.sampler.sample(
+                sampling_params(s.actor), seed=s.seed, stream=TRAIN_STREAM, iteration=itr, steps=cfg.max_traj_len
+            )
+            t1 = time.perf_counter()
+            storage = RolloutStorage(
+                traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
+                mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
+            )  # fmt: skip
+            update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
+            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror)
+            s.actor.norm.update(traj.obs)
+            log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
+            if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
+                evaluate_and_save(s, itr)
+            save_last(s, itr)
+    except KeyboardInterrupt:
+        interrupted = True
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        interrupted, no_space = True, exc
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already stopping (after Ctrl-C, say)
+        close(s, itr, interrupted)
+        signal.signal(signal.SIGTERM, previous_handler)
+    if no_space is not None:
+        last = s.run_dir / "last.pt"
+        raise NoSpace(str(s.run_dir), 3 * last.stat().st_size / 1e6 if last.exists() else None)
+    return s.run_dir, not interrupted
+
+
+def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, backend: str, out: TextIO) -> Session:
+    """Seed, networks, optimiser and sampler; then the run folder (new, or the resumed one) and its logs."""
     seed_drawn = cfg.seed is None
     if seed_drawn:
         cfg = cfg.model_copy(update={"seed": int(np.random.SeedSequence().entropy % 2**31)})
-    seed = cfg.seed
     device = resolve_device(cfg.device)
     torch.set_num_threads(1)  # small networks: one thread is fastest, and results don't depend on cores
-    torch.manual_seed(seed)
-
+    torch.manual_seed(cfg.seed)
     env_overrides = env_config.load_saved(resume_dir, cfg.env) if resume_dir else None
     if resume_dir is None:
         env_overrides = env_config.load_overrides(cfg.env, cfg.yaml)
@@ -181,50 +252,24 @@ def train(
     actor.to(device)
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
-
     # before the run folder: a cluster with no room is refused without leaving one. The local
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
-
     start_itr, total_steps, prior_time, best, restore = 0, 0, 0.0, None, None
+    system = system_info()
     if resume_dir is not None:
         remove_stale_temps(resume_dir)  # a run killed mid-checkpoint left its temp file
         start_itr, total_steps, prior_time, best, restore = resume_point(resume_dir, actor, critic, optimizer, notes)
         run_dir = resume_dir
+        record_resume(run_dir, start_itr)
     else:
         run_dir = create_run_dir(cfg)
-    system = system_info()
-    if resume_dir is None:
         write_run_files(run_dir, cfg, system)
         env_config.save(run_dir, env_overrides)
-    else:
-        record_resume(run_dir, start_itr)
-
     log_file = open(run_dir / "train.log", "a")
     console = Console(tee=log_file, out=out)
     sampler.say = console.line  # a replaced Ray worker is reported in the log
-    eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
-    console.header(
-        {
-            "MuJoCo version": system["mujoco"],
-            "PyTorch version": system["torch"],
-            "Platform": system["platform"],
-            "CPU": system["cpu"],
-            "CPU count": str(system["cpu_count"]),
-        },
-        {
-            "Environment": cfg.env,
-            "Log directory": str(run_dir.resolve()),
-            "Num processes": f"{cfg.num_procs} (x {cfg.num_envs_per_worker} envs; sampled by {sampler.describe()})",
-            "Learning rate": str(cfg.lr),
-            "Max trajectory length": str(cfg.max_traj_len),
-            "Iterations": str(cfg.n_itr),
-            "Seed": f"{seed} (drawn at random; --seed {seed} repeats this run)" if seed_drawn else f"{seed}",
-            "Batch size": str(cfg.batch_size),
-            "Device": str(device),
-            **{k: str(v) for k, v in cfg.model_dump().items() if k not in ("env", "lr", "n_itr", "seed")},
-        },
-    )
+    console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn))
     for note in notes:
         console.line(note)
     tracker = Tracker(cfg, run_dir, say=console.line)
@@ -232,162 +277,126 @@ def train(
                          restore=restore)  # fmt: skip
     for note in metrics.notes:
         console.line(note)
+    eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
+    return Session(
+        cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
+        metrics, eval_env, start_itr, total_steps, prior_time, best,
+    )  # fmt: skip
 
-    previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
-    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
-    mirror = None
-    if cfg.mirror and cfg.mirror_coeff > 0 and probe.symmetry is not None:
-        act = probe.symmetry.act
-        mirror = Mirror(
-            torch.from_numpy(act.perm).to(device), torch.from_numpy(act.sign).float().to(device), cfg.mirror_coeff
+
+def header_tables(cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str, device, seed_drawn: bool):
+    """The console header's two tables (LHW's layout): the machine, then the run's settings."""
+    seed = cfg.seed
+    machine = {
+        "MuJoCo version": system["mujoco"],
+        "PyTorch version": system["torch"],
+        "Platform": system["platform"],
+        "CPU": system["cpu"],
+        "CPU count": str(system["cpu_count"]),
+    }
+    settings = {
+        "Environment": cfg.env,
+        "Log directory": str(run_dir.resolve()),
+        "Num processes": f"{cfg.num_procs} (x {cfg.num_envs_per_worker} envs; sampled by {sampled_by})",
+        "Learning rate": str(cfg.lr),
+        "Max trajectory length": str(cfg.max_traj_len),
+        "Iterations": str(cfg.n_itr),
+        "Seed": f"{seed} (drawn at random; --seed {seed} repeats this run)" if seed_drawn else f"{seed}",
+        "Batch size": str(cfg.batch_size),
+        "Device": str(device),
+        **{k: str(v) for k, v in cfg.model_dump().items() if k not in ("env", "lr", "n_itr", "seed")},
+    }
+    return machine, settings
+
+
+def mirror_loss(s: Session) -> Mirror | None:
+    """The mirror loss's action map and weight, when asked for and the env has a symmetry."""
+    cfg = s.cfg
+    if not (cfg.mirror and cfg.mirror_coeff > 0 and s.probe.symmetry is not None):
+        return None
+    act = s.probe.symmetry.act
+    perm = torch.from_numpy(act.perm).to(s.device)
+    return Mirror(perm, torch.from_numpy(act.sign).float().to(s.device), cfg.mirror_coeff)
+
+
+def warm_up(s: Session) -> None:
+    """Observation normalisation starts from a rollout of the initial policy, not from zeros."""
+    s.console.line("Warming up observation normalization...")
+    for w in range(WARMUP_ITERATIONS):
+        warm = s.sampler.sample(
+            sampling_params(s.actor), seed=s.seed, stream=WARMUP_STREAM, iteration=w, steps=s.cfg.max_traj_len
         )
-    t_start = time.perf_counter()
-    itr = start_itr
-    interrupted, no_space = False, None
-    try:
-        if resume_dir is None and not cfg.continued:
-            console.line("Warming up observation normalization...")
-            for w in range(WARMUP_ITERATIONS):
-                warm = sampler.sample(
-                    sampling_params(actor),
-                    seed=seed,
-                    stream=WARMUP_STREAM,
-                    iteration=w,
-                    steps=cfg.max_traj_len,
-                )
-                actor.norm.update(warm.obs)
-            console.line(f"Normalization initialized with {int(actor.norm.count.item())} samples")
+        s.actor.norm.update(warm.obs)
+    s.console.line(f"Normalization initialized with {int(s.actor.norm.count.item())} samples")
 
-        for itr in range(start_itr, cfg.n_itr):
-            t0 = time.perf_counter()
-            traj = sampler.sample(
-                sampling_params(actor),
-                seed=seed,
-                stream=TRAIN_STREAM,
-                iteration=itr,
-                steps=cfg.max_traj_len,
-            )
-            t1 = time.perf_counter()
 
-            # bootstrap values, old log-probs, GAE
-            steps, slots = traj.rewards.shape
-            actions = torch.from_numpy(traj.actions.reshape(steps * slots, -1)).to(device)
-            seg = Segments.split(traj.ended) if cfg.recurrent else None
-            with torch.no_grad():
-                obs = actor.norm(torch.from_numpy(traj.obs.reshape(steps * slots, -1)).to(device))
-                if seg is None:
-                    old_mean, old_std = actor.head(obs)
-                    values = critic.head(obs).cpu().numpy().reshape(steps, slots)
-                    final_values = critic(torch.from_numpy(traj.final_obs).to(device)).cpu().numpy()
-                else:  # LSTM: whole episodes from a zero state, as the sampler ran them
-                    final = actor.norm(torch.from_numpy(traj.final_obs.reshape(steps * slots, -1)).to(device))
-                    old_mean, old_std, flat_values, flat_final = old_outputs(actor, critic, obs, final, seg)
-                    values = flat_values.cpu().numpy().reshape(steps, slots)
-                    final_values = flat_final.cpu().numpy().reshape(steps, slots)
-                logprobs = gaussian_log_prob(old_mean, old_std, actions)
-                mirror_obs = None
-                if mirror is not None:
-                    raw = probe.symmetry.obs(traj.obs.reshape(steps * slots, -1)).astype(np.float32)
-                    mirror_obs = actor.norm(torch.from_numpy(raw).to(device))
-            next_values = np.concatenate([values[1:], np.zeros((1, slots), values.dtype)])
-            next_values = np.where(traj.ended, final_values, next_values)
-            advantages, returns = compute_gae(
-                traj.rewards, values, next_values, traj.terminated, traj.ended, cfg.gamma, cfg.lam
-            )
-            batch = Batch(
-                obs=obs,
-                actions=actions,
-                logprobs=logprobs,
-                advantages=torch.from_numpy(advantages.reshape(-1)).to(device),
-                returns=torch.from_numpy(returns.reshape(-1)).to(device),
-                old_mean=old_mean,
-                old_std=old_std.expand_as(old_mean),
-                mirror_obs=mirror_obs,
-            )
+def log_iteration(s: Session, itr: int, traj, stats: dict, sample_time: float, optimizer_time: float) -> None:
+    """One iteration's record: to the console table, metrics.jsonl, TensorBoard and the tracker."""
+    steps = traj.rewards.size
+    s.total_steps += steps
+    total_time = s.elapsed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no finished episode: nan, like other trainers
+        mean_eprew = float(np.nanmean(traj.ep_return))
+        mean_eplen = float(np.nanmean(traj.ep_length))
+    rec = {
+        "iteration": itr,
+        "mean_eprew": mean_eprew,
+        "mean_eplen": mean_eplen,
+        **stats,
+        "steps": steps,
+        "sample_time": sample_time,
+        "optimizer_time": optimizer_time,
+        "total_steps": s.total_steps,
+        "total_time": total_time,
+        "fps": s.total_steps / total_time,
+    }
+    s.console.iteration(rec, s.cfg.n_itr)
+    s.metrics.iteration(rec)
 
-            # optimise
-            update_rng = np.random.default_rng([seed, UPDATE_STREAM, itr])
-            if seg is None:
-                stats = ppo_update(actor, critic, optimizer, batch, hp, update_rng, mirror)
-            else:
-                stats = recurrent_update(actor, critic, optimizer, seg, batch, hp, update_rng, mirror)
-            actor.norm.update(traj.obs)
-            t2 = time.perf_counter()
 
-            # log
-            total_steps += steps * slots
-            total_time = prior_time + (t2 - t_start)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # no finished episode: nan, like other trainers
-                mean_eprew = float(np.nanmean(traj.ep_return))
-                mean_eplen = float(np.nanmean(traj.ep_length))
-            rec = {
-                "iteration": itr,
-                "mean_eprew": mean_eprew,
-                "mean_eplen": mean_eplen,
-                **stats,
-                "steps": steps * slots,
-                "sample_time": t1 - t0,
-                "optimizer_time": t2 - t1,
-                "total_steps": total_steps,
-                "total_time": total_time,
-                "fps": total_steps / total_time,
-            }
-            console.iteration(rec, cfg.n_itr)
-            metrics.iteration(rec)
+def evaluate_and_save(s: Session, itr: int) -> None:
+    """Deterministic episodes; actor_<itr>.pt and critic_<itr>.pt, and actor.pt/critic.pt when it is the best."""
+    te = time.perf_counter()
+    rets, lens = evaluate(s.eval_env, sampling_params(s.actor), seed=s.seed, steps=s.cfg.max_traj_len)
+    reward, length = float(rets.mean()), float(lens.mean())
+    for kind, net in (("actor", s.actor), ("critic", s.critic)):
+        path = s.run_dir / f"{kind}_{itr}.pt"
+        ckpt.save_policy(path, net, policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides))
+        s.console.line(f"Saved {kind} at {path}")
+    if s.best is None or reward > s.best[0]:
+        s.best = (reward, itr)
+        for kind, net in (("actor", s.actor), ("critic", s.critic)):
+            meta = policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides)
+            ckpt.save_policy(s.run_dir / f"{kind}.pt", net, meta)
+    seconds = time.perf_counter() - te
+    s.console.evaluation(length, reward, seconds)
+    s.metrics.evaluation({"iteration": itr, "reward": reward, "length": length, "time": seconds})
 
-            # evaluate and checkpoint
-            if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
-                te = time.perf_counter()
-                rets, lens = evaluate(eval_env, sampling_params(actor), seed=seed, steps=cfg.max_traj_len)
-                reward, length = float(rets.mean()), float(lens.mean())
-                for kind, net in (("actor", actor), ("critic", critic)):
-                    path = run_dir / f"{kind}_{itr}.pt"
-                    ckpt.save_policy(path, net, policy_meta(cfg, probe, kind, itr, reward, env_overrides))
-                    console.line(f"Saved {kind} at {path}")
-                if best is None or reward > best[0]:
-                    best = (reward, itr)
-                    for kind, net in (("actor", actor), ("critic", critic)):
-                        ckpt.save_policy(
-                            run_dir / f"{kind}.pt", net, policy_meta(cfg, probe, kind, itr, reward, env_overrides)
-                        )
-                seconds = time.perf_counter() - te
-                console.evaluation(length, reward, seconds)
-                metrics.evaluation({"iteration": itr, "reward": reward, "length": length, "time": seconds})
 
-            ckpt.atomic_save(
-                {
-                    "iteration": itr,
-                    "total_steps": total_steps,
-                    "total_time": prior_time + (time.perf_counter() - t_start),
-                    "best_eval": list(best) if best else None,
-                    "actor": actor.state_dict(),
-                    "critic": critic.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "records": metrics.written,  # this iteration's metrics, should the file lose its tail
-                },
-                run_dir / "last.pt",
-            )
-    except KeyboardInterrupt:
-        interrupted = True
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        interrupted, no_space = True, exc
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already stopping (after Ctrl-C, say)
-        sampler.close()
-        total_time = prior_time + (time.perf_counter() - t_start)
-        if interrupted:  # before the summary line, which stays the log's last (parsers read it there)
-            console.line(f"Continue it with: ppolab train --resume {run_dir}")
-        console.final(interrupted, itr, total_time, total_steps, best)
-        for close in (metrics.close, log_file.close):
-            try:
-                close()
-            except OSError:  # a full disk: what could be written is; the checkpoint is the last good one
-                pass
-        signal.signal(signal.SIGTERM, previous_handler)
-    if no_space is not None:
-        last = run_dir / "last.pt"
-        raise NoSpace(str(run_dir), 3 * last.stat().st_size / 1e6 if last.exists() else None)
-    return run_dir, not interrupted
+def save_last(s: Session, itr: int) -> None:
+    """last.pt, atomically: where a resume continues, with this iteration's metrics should the file lose them."""
+    state = {
+        "iteration": itr,
+        "total_steps": s.total_steps,
+        "total_time": s.elapsed,
+        "best_eval": list(s.best) if s.best else None,
+        "actor": s.actor.state_dict(),
+        "critic": s.critic.state_dict(),
+        "optimizer": s.optimizer.state_dict(),
+        "records": s.metrics.written,
+    }
+    ckpt.atomic_save(state, s.run_dir / "last.pt")
+
+
+def close(s: Session, itr: int, interrupted: bool) -> None:
+    """Stop the sampler and write the summary line, which stays the log's last (parsers read it there)."""
+    s.sampler.close()
+    if interrupted:
+        s.console.line(f"Continue it with: ppolab train --resume {s.run_dir}")
+    s.console.final(interrupted, itr, s.elapsed, s.total_steps, s.best)
+    for closer in (s.metrics.close, s.log_file.close):
+        try:
+            closer()
+        except OSError:  # a full disk: what could be written is; the checkpoint is the last good one
+            pass

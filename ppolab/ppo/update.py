@@ -1,4 +1,4 @@
-"""The PPO update: GAE(lambda), then clipped-surrogate epochs over shuffled minibatches."""
+"""The PPO update: clipped-surrogate epochs over a RolloutStorage's minibatches, with a flat Adam."""
 
 from __future__ import annotations
 
@@ -7,47 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_kl, gaussian_log_prob
-
-
-def compute_gae(
-    rewards: np.ndarray,
-    values: np.ndarray,
-    next_values: np.ndarray,
-    terminated: np.ndarray,
-    ended: np.ndarray,
-    gamma: float,
-    lam: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Advantages and returns for time-major (T, N) arrays.
-
-    `next_values[t]` is V(s_{t+1}) within an episode and V(final obs) where the
-    episode was cut (time-out); a true termination bootstraps nothing.
-    """
-    steps = rewards.shape[0]
-    advantages = np.zeros_like(values)
-    last = np.zeros(values.shape[1], dtype=values.dtype)
-    bootstrap = ~terminated
-    carry = ~ended
-    for t in reversed(range(steps)):
-        delta = rewards[t] + gamma * next_values[t] * bootstrap[t] - values[t]
-        last = delta + gamma * lam * carry[t] * last
-        advantages[t] = last
-    return advantages, advantages + values
-
-
-@dataclass
-class Batch:
-    """One iteration's samples, flattened. `obs` is already normalised (stats are frozen for the update)."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    logprobs: torch.Tensor
-    advantages: torch.Tensor
-    returns: torch.Tensor
-    old_mean: torch.Tensor
-    old_std: torch.Tensor
-    mirror_obs: torch.Tensor | None = None  # the mirrored observations, normalised like `obs`
+from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_log_prob
+from ppolab.ppo.storage import RolloutStorage
 
 
 @dataclass
@@ -138,38 +99,27 @@ def update_stats(losses: dict[str, list[torch.Tensor]], ratios: list[torch.Tenso
 
 
 def ppo_update(
-    actor: Actor,
-    critic: Critic,
+    actor,
+    critic,
     optimizer: FlatAdam,
-    b: Batch,
+    storage: RolloutStorage,
     hp: Hyper,
     rng: np.random.Generator,
     mirror: Mirror | None = None,
 ) -> dict[str, float]:
-    """Run the epochs; return the metrics printed in the iteration table."""
-    n = b.obs.shape[0]
-    advantages = (b.advantages - b.advantages.mean()) / (b.advantages.std() + 1e-8)
+    """Run the epochs over the storage's minibatches (rows or LSTM segments); return the iteration's metrics."""
     actor_losses, critic_losses, mirror_losses, ratios = [], [], [], []
-    use_mirror = mirror is not None and b.mirror_obs is not None
     for _ in range(hp.epochs):
-        perm = torch.from_numpy(rng.permutation(n))
-        # shuffle once per epoch, then take contiguous minibatches: no gather per minibatch
-        b_obs, b_actions, b_logprobs = b.obs[perm], b.actions[perm], b.logprobs[perm]
-        b_advantages, b_returns = advantages[perm], b.returns[perm]
-        b_mirror = b.mirror_obs[perm] if use_mirror else None
-        for start in range(0, n, hp.minibatch_size):
-            mb = slice(start, start + hp.minibatch_size)
-            mean, std = actor.head(b_obs[mb])
-            logratio = gaussian_log_prob(mean, std, b_actions[mb]) - b_logprobs[mb]
-            ratio = logratio.exp()
-            mb_adv = b_advantages[mb]
-            pg_loss = surrogate_loss(ratio, mb_adv, hp.clip)
+        for mb in storage.minibatches(hp.minibatch_size, rng):
+            mean, std = mb.policy(actor)
+            ratio = (gaussian_log_prob(mean, std, mb.actions) - mb.logprobs).exp()
+            pg_loss = surrogate_loss(ratio, mb.advantages, hp.clip)
             entropy = gaussian_entropy(std).mean()
-            critic_loss = 0.5 * ((critic.head(b_obs[mb]) - b_returns[mb]) ** 2).mean()
+            critic_loss = 0.5 * ((mb.value(critic) - mb.returns) ** 2).mean()
             loss = pg_loss - hp.entropy_coeff * entropy + critic_loss
-            if use_mirror:
-                mirrored_mean, _ = actor.head(b_mirror[mb])
-                mirror_loss = ((mean - mirrored_mean[:, mirror.act_perm] * mirror.act_sign) ** 2).mean()
+            if mirror is not None and mb.mirror_obs is not None:
+                mirrored, _ = mb.policy(actor, mb.mirror_obs)
+                mirror_loss = ((mean - mirrored[:, mirror.act_perm] * mirror.act_sign) ** 2).mean()
                 loss = loss + mirror.coeff * mirror_loss
                 mirror_losses.append(mirror_loss.detach())
 
@@ -182,8 +132,6 @@ def ppo_update(
             critic_losses.append(critic_loss.detach())
             ratios.append(ratio.detach())
 
-    with torch.no_grad():
-        mean, std = actor.head(b.obs)
-        kl = gaussian_kl(b.old_mean, b.old_std, mean, std).mean()
+    kl, std = storage.kl(actor)
     losses = {"actor_loss": actor_losses, "critic_loss": critic_losses, "mirror_loss": mirror_losses}
     return update_stats(losses, ratios, hp.clip, kl, std)
