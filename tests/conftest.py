@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -44,15 +45,35 @@ def session_folders(tmp_path_factory):
             os.environ[var] = value
 
 
-def run_ppolab(*args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None):
+def run_ppolab(
+    *args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None, base_env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """The one way tests run `python -m ppolab`: no stdin, output captured, sampling local (RAY_ADDRESS unset).
+
+    `env` adds to this process's environment; `base_env` replaces it (e.g. clean_env's, without credentials).
+    """
     return subprocess.run(
         [sys.executable, "-m", "ppolab", *args],
         cwd=cwd or REPO,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "RAY_ADDRESS": "", **(env or {})},
+        env={**(os.environ if base_env is None else base_env), "RAY_ADDRESS": "", **(env or {})},
+        stdin=subprocess.DEVNULL,
     )
+
+
+# credentials of the right shape that must never appear in any output
+WANDB_SECRET = "wandbsecret" + "7" * 40
+AWS_ID, AWS_SECRET = "AKIAFAKEFAKEFAKE1234", "awssecret" + "9" * 31
+HF_SECRET = "hf_" + "hfsecret" + "5" * 30
+SECRETS = (WANDB_SECRET, AWS_ID, AWS_SECRET, HF_SECRET)
+
+
+def clean_env(home) -> dict:
+    """This environment without any credential, with `home` as HOME and as the machine lock's folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB", "AWS", "HF_", "HUGGING"))}
+    return {**env, "HOME": str(home), "PPOLAB_LOCK_DIR": str(home)}
 
 
 def only_run_dir(logdir: Path) -> Path:
@@ -78,3 +99,39 @@ def trained_run(tmp_path_factory) -> Path:
     run_dir = only_run_dir(logdir)
     (run_dir / "stdout.txt").write_text(proc.stdout)
     return run_dir
+
+
+TINY_SWEEP = """\
+metadata:
+  name: "tiny"
+  hypothesis: "a larger clip changes nothing in 3 iterations"
+defaults:
+  env: cartpole
+  n_itr: {n_itr}
+  num_procs: 2
+  max_traj_len: 50
+  minibatch_size: 32
+  eval_freq: 2
+  eval_episodes: 2
+seeds: [1]
+runs:
+  A:
+    name: control
+  B:
+    name: clip03
+    config:
+      clip: 0.3
+"""
+
+
+def make_sweep(root: Path, n_itr: int = 3) -> Path:
+    """A two-run sweep (control and clip 0.3, seed 1) of tiny cartpole runs, in root/sweeps/tiny."""
+    d = root / "sweeps" / "tiny"
+    d.mkdir(parents=True)
+    (d / "sweep.yaml").write_text(textwrap.dedent(TINY_SWEEP.format(n_itr=n_itr)))
+    return d
+
+
+def state_of(d: Path) -> dict:
+    """The runs of a sweep's state.json."""
+    return json.loads((d / "state.json").read_text())["runs"]

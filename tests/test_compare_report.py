@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import run_ppolab
 from scipy import stats as sps
 
 from ppolab.analysis import synthetic
@@ -169,22 +167,13 @@ def swept(tmp_path_factory):
     d = root / "clip-epochs"
     d.mkdir(parents=True)
     (d / "sweep.yaml").write_text(textwrap.dedent(SWEEP))
-    proc = subprocess.run(
-        [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={"PPOLAB_LOCK_DIR": str(root), **__import__("os").environ},
-    )
+    proc = run_ppolab("sweep", str(d), "--yes", timeout=600, env={"PPOLAB_LOCK_DIR": str(root)})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     return d
 
 
 def test_compare_sweep_table_analysis_and_seed_statistics(swept):
-    proc = subprocess.run(
-        [sys.executable, "-m", "ppolab", "compare", str(swept)], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    proc = run_ppolab("compare", str(swept), timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     rows = [line for line in out.splitlines() if re.match(r"\| (control|epochs-epochs\d)-s\d +\|", line)]
@@ -211,9 +200,7 @@ def test_compare_sweep_table_analysis_and_seed_statistics(swept):
 
 def test_compare_named_runs_control_first(swept):
     runs = [str(swept / "runs" / n) for n in ("control-s1", "epochs-epochs6-s1")]
-    out = subprocess.run(
-        [sys.executable, "-m", "ppolab", "compare", *runs], cwd=REPO, capture_output=True, text=True, timeout=120
-    ).stdout
+    out = run_ppolab("compare", *runs, timeout=120).stdout
     assert re.search(r"\| epochs-epochs6-s1 +\|", out) and "epochs=6" in out
 
 
@@ -234,9 +221,7 @@ def test_report_has_hypothesis_plan_verdict_plots_and_tracker_entry(swept):
     assert (
         f"[clip-epochs](sweeps/clip-epochs/results.md): more epochs raise the final reward - **{verdict}**" in tracker
     )
-    again = subprocess.run(
-        [sys.executable, "-m", "ppolab", "report", str(swept)], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    again = run_ppolab("report", str(swept), timeout=120)
     assert again.returncode == 0
     assert (swept.parent.parent / "experiment-tracker.md").read_text().count("[clip-epochs]") == 1  # updated
 
@@ -251,15 +236,11 @@ def test_compare_and_report_read_state_and_take_list_valued_flags(tmp_path):
         stopped={"wide-s2": 40},
         min_effect=20,
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "ppolab", "compare", str(sweep)], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    out = run_ppolab("compare", str(sweep), timeout=120)
     assert out.returncode == 0, out.stderr
     assert "Not judged: wide-s2: interrupted after 40 of 100 iterations" in out.stdout
     assert "hidden_sizes=[128, 128]" in out.stdout and "Smallest effect of interest: 20" in out.stdout
-    rep = subprocess.run(
-        [sys.executable, "-m", "ppolab", "report", str(sweep)], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    rep = run_ppolab("report", str(sweep), timeout=120)
     assert rep.returncode == 0, rep.stderr
     text = (sweep / "results.md").read_text()
     assert "from 5 finished of 6 planned runs" in text

@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
-from conftest import REPO, TINY, only_run_dir, read_metrics, without_timings
-
-WANDB_SECRET = "wandbsecret" + "7" * 40
-AWS_ID, AWS_SECRET = "AKIAFAKEFAKEFAKE1234", "awssecret" + "9" * 31
-HF_SECRET = "hf_" + "hfsecret" + "5" * 30
-SECRETS = (WANDB_SECRET, AWS_ID, AWS_SECRET, HF_SECRET)
-
-
-def ppolab(*args: str, env: dict | None = None, cwd=REPO) -> subprocess.CompletedProcess:
-    """`python -m ppolab ...` with exactly the environment given (default: this one)."""
-    return subprocess.run(
-        [sys.executable, "-m", "ppolab", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def clean_env(home) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB", "AWS", "HF_", "HUGGING"))}
-    return {**env, "HOME": str(home), "PPOLAB_LOCK_DIR": str(home)}
+from conftest import (
+    AWS_ID,
+    AWS_SECRET,
+    HF_SECRET,
+    SECRETS,
+    TINY,
+    WANDB_SECRET,
+    clean_env,
+    only_run_dir,
+    read_metrics,
+    run_ppolab,
+    without_timings,
+)
 
 
 def test_doctor_reads_files_and_variables_and_never_prints_a_secret(tmp_path):
@@ -41,7 +28,7 @@ def test_doctor_reads_files_and_variables_and_never_prints_a_secret(tmp_path):
         f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}\n"
     )
     (home / ".cache" / "huggingface" / "token").write_text(HF_SECRET)
-    proc = ppolab("doctor", "--require", "wandb,aws,hf", env=clean_env(home))
+    proc = run_ppolab("doctor", "--require", "wandb,aws,hf", base_env=clean_env(home))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("wandb", "aws", "hf"):
         assert any(line.split()[:2] == [name, "set"] for line in proc.stdout.splitlines()), proc.stdout
@@ -50,12 +37,12 @@ def test_doctor_reads_files_and_variables_and_never_prints_a_secret(tmp_path):
 
 def test_doctor_flags_placeholders_and_missing_and_fails_the_requirement(tmp_path):
     env = {**clean_env(tmp_path), "WANDB_API_KEY": "<your-key-here>", "HF_TOKEN": "changeme"}
-    proc = ppolab("doctor", "--require", "wandb", env=env)
+    proc = run_ppolab("doctor", "--require", "wandb", base_env=env)
     assert proc.returncode == 1
     lines = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines() if line.startswith("  ")}
     assert lines["wandb"] == "placeholder" and lines["hf"] == "placeholder" and lines["aws"] == "missing"
     assert "<your-key-here>" not in proc.stdout and "changeme" not in proc.stdout
-    assert ppolab("doctor", "--require", "github", env=env).returncode == 2
+    assert run_ppolab("doctor", "--require", "github", base_env=env).returncode == 2
 
 
 def test_training_and_sweeps_leave_no_secret_in_output_logs_or_state(tmp_path):
@@ -66,7 +53,7 @@ def test_training_and_sweeps_leave_no_secret_in_output_logs_or_state(tmp_path):
         "AWS_ACCESS_KEY_ID": AWS_ID,
         "HF_TOKEN": HF_SECRET,
     }
-    out = ppolab("train", *TINY, "--n-itr", "2", "--seed", "1", "--logdir", str(tmp_path / "logs"), env=env)
+    out = run_ppolab("train", *TINY, "--n-itr", "2", "--seed", "1", "--logdir", str(tmp_path / "logs"), base_env=env)
     assert out.returncode == 0, out.stderr
     sweep = tmp_path / "sweeps" / "s"
     sweep.mkdir(parents=True)
@@ -74,7 +61,7 @@ def test_training_and_sweeps_leave_no_secret_in_output_logs_or_state(tmp_path):
         "metadata: {name: s}\ndefaults: {env: cartpole, n_itr: 1, num_procs: 2, "
         "max_traj_len: 20, minibatch_size: 8, eval_episodes: 1}\nruns: {A: {name: a}}\n"
     )
-    sw = ppolab("sweep", str(sweep), "--yes", env=env)
+    sw = run_ppolab("sweep", str(sweep), "--yes", base_env=env)
     assert sw.returncode == 0, sw.stdout + sw.stderr
     texts = [out.stdout, out.stderr, sw.stdout, sw.stderr]
     for path in tmp_path.rglob("*"):
@@ -85,11 +72,11 @@ def test_training_and_sweeps_leave_no_secret_in_output_logs_or_state(tmp_path):
 
 def test_repro_prints_what_reproduces_a_run_and_run_gives_the_same_metrics(trained_run, tmp_path):
     env = {**os.environ}
-    proc = ppolab("repro", str(trained_run), env=env)
+    proc = run_ppolab("repro", str(trained_run), base_env=env)
     assert proc.returncode == 0
     assert "Command: ppolab train --env cartpole" in proc.stdout and "--seed 3" in proc.stdout
     assert "Git commit: " in proc.stdout and "Versions: ppolab " in proc.stdout and "Seed: 3" in proc.stdout
-    again = ppolab("repro", str(trained_run), "--run", "--logdir", str(tmp_path), env=env)
+    again = run_ppolab("repro", str(trained_run), "--run", "--logdir", str(tmp_path), base_env=env)
     assert again.returncode == 0, again.stderr
     new = only_run_dir(tmp_path)
     assert new != trained_run

@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TINY, read_metrics, run_ppolab, without_timings
-from test_sweep_runner import make_sweep
+from conftest import REPO, TINY, make_sweep, read_metrics, run_ppolab, without_timings
 
 RAY = Path(sys.executable).with_name("ray")
 NODE = ["--num-cpus", "{cpus}", "--object-store-memory", "200000000", "--disable-usage-stats"]
@@ -40,23 +39,53 @@ def ray_cluster(tmp_path_factory):
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
     env = {**os.environ, "RAY_ADDRESS": ""}
     head = [str(RAY), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port)]
-    subprocess.run(
-        [*head, "--include-dashboard", "false", *(a.format(cpus=2) for a in NODE)],
-        check=True, env=env, capture_output=True, timeout=120,
-    )  # fmt: skip
+    groups = []  # each node's processes share the process group of the `ray start` that made them
     try:
-        subprocess.run(
-            [str(RAY), "start", "--address", f"127.0.0.1:{port}", *(a.format(cpus=1) for a in NODE)],
-            check=True, env=env, capture_output=True, timeout=120,
-        )  # fmt: skip
+        groups.append(start_node([*head, "--include-dashboard", "false", *(a.format(cpus=2) for a in NODE)], env))
+        groups.append(
+            start_node([str(RAY), "start", "--address", f"127.0.0.1:{port}", *(a.format(cpus=1) for a in NODE)], env)
+        )
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        stop_nodes(groups)  # only the nodes started here: `ray stop` would stop every Ray on the machine
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def start_node(argv: list[str], env: dict) -> int:
+    """`ray start` in a session of its own; its daemons inherit the process group, returned."""
+    proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+    return proc.pid
+
+
+def stop_nodes(groups: list[int]) -> None:
+    """SIGTERM every process of the given groups, then SIGKILL what is left after a grace period."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for group in groups:
+            try:
+                os.killpg(group, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 15
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(_alive(g) for g in groups):
+            time.sleep(0.2)
+
+
+def _alive(group: int) -> bool:
+    """Whether a process of the group still runs (zombies waiting for init to reap them do not count)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == group:
+            return True
+    return False
 
 
 def wait_until(check, timeout: float, what: str):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 
 import pytest
 import yaml
-from conftest import REPO
-from test_sweep_runner import make_sweep, state_of
+from conftest import REPO, make_sweep, state_of
 
 QUICK = [
     "--env",
@@ -107,7 +107,7 @@ def test_launch_sweep_script_takes_the_same_arguments(tmp_path):
 
 
 def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path):
-    d = make_sweep(tmp_path, n_itr=400)
+    d = make_sweep(tmp_path, n_itr=60)
     runner = subprocess.Popen(
         [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes"],
         cwd=REPO,
@@ -130,6 +130,15 @@ def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path)
     assert "Sweep stopped during Run 1/2: control-s1. Launch it again to continue." in out
     assert "Training interrupted at iteration" in out
     assert state_of(d)["control-s1"]["state"] == "interrupted"
+    again = subprocess.run(
+        [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes"],
+        cwd=REPO, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Starting Run 1/2: control-s1 (resuming from its last checkpoint)" in again.stdout
+    assert {name: run["state"] for name, run in state_of(d).items()} == {"control-s1": "done", "clip03-s1": "done"}
+    done = [json.loads(line) for line in (d / "runs" / "control-s1" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in done if r["type"] == "iteration"] == list(range(60))  # none lost, none twice
 
 
 def test_launch_asks_for_approval_on_a_terminal_and_no_means_nothing_runs(tmp_path):

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO, run_ppolab
 
 from ppolab.errors import UserError
@@ -148,3 +149,22 @@ def test_the_example_sweep_runs_what_its_file_says_presets_notwithstanding():
         for key, value in run.config.items():
             assert getattr(cfg, key) == value, (run.name, key)
     assert {r.name: r.config["learn_std"] for r in planned}["control-s1"] is False
+
+
+def test_the_readme_example_dry_runs_and_runs_on_a_shortened_budget(tmp_path):
+    """The README's main job, as written, on 4 iterations of 2 x 50 steps instead of 120 of 12 x 500."""
+    example = REPO / "experiments" / "sweeps" / "example"
+    dry = run_ppolab("sweep", str(example), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.count("ppolab train --env cartpole") == 6 and not (example / "state.json").exists()
+    doc = yaml.safe_load((example / "sweep.yaml").read_text())
+    doc["defaults"].update(n_itr=4, num_procs=2, max_traj_len=50, minibatch_size=50, eval_freq=2)
+    d = tmp_path / "sweeps" / "example"
+    d.mkdir(parents=True)
+    (d / "sweep.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    proc = run_ppolab("sweep", str(d), "--yes", env={"PPOLAB_LOCK_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert "Sweep finished: 6/6 runs done" in proc.stdout
+    report = (d / "results.md").read_text()
+    assert "learning the action std reaches a higher final reward" in report and "**Verdict: " in report
+    assert "Smallest effect of interest: 20" in report  # the file's min_effect, not the default

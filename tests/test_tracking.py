@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from conftest import TINY
-from test_ops import WANDB_SECRET, clean_env, ppolab
+from conftest import TINY, WANDB_SECRET, clean_env, run_ppolab
 
 SWEEP = """\
 metadata: {name: tracked, experiment_tag_prefix: trk}
@@ -29,7 +28,7 @@ def test_a_tracked_sweep_logs_offline_without_a_key_grouped_and_tagged(tmp_path)
     sweep = tmp_path / "tracked"
     sweep.mkdir()
     (sweep / "sweep.yaml").write_text(SWEEP)
-    proc = ppolab("sweep", str(sweep), "--yes", env=clean_env(tmp_path))
+    proc = run_ppolab("sweep", str(sweep), "--yes", base_env=clean_env(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "W&B: logging offline" in proc.stdout and "wandb sync" in proc.stdout
     for name, tag in (("control-s1", b"trk-A"), ("clip03-s1", b"trk-B")):
@@ -56,7 +55,9 @@ def test_training_goes_on_when_wandb_is_unreachable_and_the_key_stays_secret(tmp
         "WANDB_INIT_TIMEOUT": "5",
     }
     start = time.monotonic()
-    proc = ppolab("train", *TINY, "--n-itr", "3", "--seed", "1", "--logdir", str(tmp_path / "logs"), "--track", env=env)
+    proc = run_ppolab(
+        "train", *TINY, "--n-itr", "3", "--seed", "1", "--logdir", str(tmp_path / "logs"), "--track", base_env=env
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert time.monotonic() - start < 90
     assert "W&B: could not start in online mode" in proc.stdout
