@@ -13,7 +13,7 @@ from conftest import REPO, run_ppolab
 
 from ppolab.errors import UserError
 from ppolab.experiments.plan import load_plan
-from ppolab.experiments.search_space import load_space
+from ppolab.experiments.tune.search_space import load_space
 
 EXAMPLE = (REPO / "experiments" / "sweeps" / "example" / "sweep.yaml").read_text()
 SPACE = """\

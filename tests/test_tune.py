@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 
 from ppolab.analysis.parse import read_jsonl
 from ppolab.errors import UserError
-from ppolab.experiments.search_space import FloatRange, load_space
+from ppolab.experiments.tune.search_space import FloatRange, load_space
 
 TINY_TUNE = [a for a in TINY if a not in ("--minibatch-size", "32")]  # the space searches it
 SPACE = """\

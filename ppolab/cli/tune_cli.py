@@ -105,9 +105,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run_tune(ns: argparse.Namespace) -> int:
     import re
 
-    from ppolab.experiments.search_space import load_space
-    from ppolab.experiments.tune import TuneSettings, default_storage, open_study, run_study
-    from ppolab.experiments.tune_report import write_outputs
+    from ppolab.experiments.tune.report import write_outputs
+    from ppolab.experiments.tune.search_space import load_space
+    from ppolab.experiments.tune.study import TuneSettings, default_storage, open_study, quiet_optuna, run_study
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", ns.study):
         raise UserError(f"--study {ns.study!r}: use letters, digits, '-', '_' and '.' (it names a folder and a file)")
@@ -131,7 +131,7 @@ def run_tune(ns: argparse.Namespace) -> int:
         out = write_outputs(study, root / ns.study)
         if ns.json:
             from ppolab.cli.args import print_json
-            from ppolab.experiments.tune_report import study_data
+            from ppolab.experiments.tune.report import study_data
 
             print_json("tune --report", study_data(study, out))
         else:
@@ -171,7 +171,9 @@ def run_tune(ns: argparse.Namespace) -> int:
         f"{ns.sampler} sampler, {ns.pruner} pruner"
     )
     code = run_study(settings, wait_for_lock=not ns.no_wait)
-    _print_outputs(write_outputs(open_study(settings), settings.study_dir))
+    with quiet_optuna():
+        study, _ = open_study(settings)
+    _print_outputs(write_outputs(study, settings.study_dir))
     return code
 
 

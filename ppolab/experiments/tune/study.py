@@ -24,7 +24,8 @@ import socket
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -39,10 +40,8 @@ from ppolab.errors import UserError
 from ppolab.experiments.executors.job import Job, prepare_run_dir
 from ppolab.experiments.machine_lock import MachineLock
 from ppolab.experiments.plan import TrainCall
-from ppolab.experiments.search_space import SearchSpace
+from ppolab.experiments.tune.search_space import SearchSpace
 
-warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial
 
 Metric = Literal["final_reward", "peak_eval"]
@@ -88,8 +87,18 @@ class TrialFailed(Exception):
     pass
 
 
-def open_study(s: TuneSettings) -> optuna.Study:
-    """Create or load the study; the same settings continue it, others are refused."""
+@contextmanager
+def quiet_optuna() -> Iterator[None]:
+    """Optuna warns that its retry callback is experimental and that heartbeats belong to optimize();
+    ppolab relies on both on purpose (ask and tell, with heartbeats of its own): these two are muted here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+        yield
+
+
+def open_study(s: TuneSettings) -> tuple[optuna.Study, RDBStorage]:
+    """Create or load the study, and its storage; the same settings continue it, others are refused."""
     if s.storage.startswith("sqlite:///") and not s.storage.startswith("sqlite:////"):
         Path(s.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -127,7 +136,7 @@ def open_study(s: TuneSettings) -> optuna.Study:
             f"study '{s.study}' was started with other {changed.replace('_', ' ')} ({recorded.get(changed)}); "
             "use the same command to continue it, or a new --study NAME"
         )
-    return study
+    return study, storage
 
 
 def _sampler(s: TuneSettings, n_before: int) -> optuna.samplers.BaseSampler:
@@ -156,19 +165,25 @@ def recover_dead_trials(study: optuna.Study, say: Callable[[str], None]) -> None
     """
     host = socket.gethostname()
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if t.user_attrs.get("host") == host and _fail_and_requeue(study, t._trial_id):
+        if t.user_attrs.get("host") == host and _fail_and_requeue(study, t.number):
             say(f"Trial {t.number} was left running by a process that is gone; it runs again.")
     fail_stale(study, say)
 
 
-def _fail_and_requeue(study: optuna.Study, trial_id: int) -> bool:
-    """Mark a cut-off trial failed and queue its values again (as Optuna does for a stale heartbeat)."""
+def _fail_and_requeue(study: optuna.Study, number: int) -> bool:
+    """Mark a cut-off trial failed and queue its values again, as Optuna's callback does for a stale heartbeat."""
     try:
-        study._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
-    except optuna.exceptions.UpdateFinishedTrialError:  # another process got there first
+        study.tell(number, state=TrialState.FAIL)
+    except (ValueError, optuna.exceptions.UpdateFinishedTrialError):  # no longer running: another process did it
         return False
-    RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(study, study._storage.get_trial(trial_id))
+    RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(study, study.get_trials(deepcopy=False)[number])
     return True
+
+
+def heartbeat(storage: RDBStorage, study: optuna.Study, number: int) -> Callable[[], None]:
+    """Record that trial `number` is alive: Optuna beats only inside optimize(), so an ask/tell loop beats itself."""
+    trial_id = storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(study.study_name), number)
+    return lambda: storage.record_heartbeat(trial_id)
 
 
 def fail_stale(study: optuna.Study, say: Callable[[str], None]) -> None:
@@ -195,42 +210,48 @@ def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
     import ppolab.ppo.trainer  # noqa: F401
 
     try:
-        study = open_study(s)
-        s.study_dir.mkdir(parents=True, exist_ok=True)
-        recover_dead_trials(study, s.say)
-        failures = 0
-        while len(finished_trials(study)) < s.n_trials:
-            if s.sampler == "grid" and _grid_exhausted(study, s.space):
-                s.say("Every point of the grid has been tried.")
-                break
-            fail_stale(study, s.say)  # a trial of another host may have died since the last one
-            trial = study.ask()
-            done = len(finished_trials(study))
-            try:
-                value = _run_trial(s, study, trial, done)
-            except optuna.TrialPruned as pruned:
-                _tell(study, trial, state=TrialState.PRUNED)
-                s.say(f"Trial {trial.number}: pruned ({pruned})")
-                failures = 0
-            except TrialFailed as exc:
-                _tell(study, trial, state=TrialState.FAIL)
-                s.say(f"Trial {trial.number}: failed ({exc})")
-                failures += 1
-                if failures >= FAILURES_IN_A_ROW:
-                    s.say(f"Stopping: {failures} trials failed in a row; read their logs in {s.study_dir}.")
-                    return 1
-            except KeyboardInterrupt:
-                _fail_and_requeue(study, trial._trial_id)
-                s.say(f"Interrupted: trial {trial.number} runs again (from its checkpoints) when you continue.")
-                return 130
-            else:
-                _tell(study, trial, values=value)
-                failures = 0
-                best = study.best_trial
-                s.say(f"Trial {trial.number}: {value:.4g}  (best: trial {best.number}, {best.value:.4g})")
-        return 0
+        with quiet_optuna():
+            return _trials(s)
     finally:
         lock.release()
+
+
+def _trials(s: TuneSettings) -> int:
+    """The ask/run/tell loop, until n_trials finish, the grid is exhausted or trials keep failing."""
+    study, storage = open_study(s)
+    s.study_dir.mkdir(parents=True, exist_ok=True)
+    recover_dead_trials(study, s.say)
+    failures = 0
+    while len(finished_trials(study)) < s.n_trials:
+        if s.sampler == "grid" and _grid_exhausted(study, s.space):
+            s.say("Every point of the grid has been tried.")
+            break
+        fail_stale(study, s.say)  # a trial of another host may have died since the last one
+        trial = study.ask()
+        done = len(finished_trials(study))
+        try:
+            value = _run_trial(s, study, trial, done, heartbeat(storage, study, trial.number))
+        except optuna.TrialPruned as pruned:
+            _tell(study, trial, state=TrialState.PRUNED)
+            s.say(f"Trial {trial.number}: pruned ({pruned})")
+            failures = 0
+        except TrialFailed as exc:
+            _tell(study, trial, state=TrialState.FAIL)
+            s.say(f"Trial {trial.number}: failed ({exc})")
+            failures += 1
+            if failures >= FAILURES_IN_A_ROW:
+                s.say(f"Stopping: {failures} trials failed in a row; read their logs in {s.study_dir}.")
+                return 1
+        except KeyboardInterrupt:
+            _fail_and_requeue(study, trial.number)
+            s.say(f"Interrupted: trial {trial.number} runs again (from its checkpoints) when you continue.")
+            return 130
+        else:
+            _tell(study, trial, values=value)
+            failures = 0
+            best = study.best_trial
+            s.say(f"Trial {trial.number}: {value:.4g}  (best: trial {best.number}, {best.value:.4g})")
+    return 0
 
 
 def _tell(study: optuna.Study, trial: optuna.Trial, **kwargs) -> None:
@@ -250,12 +271,12 @@ def _grid_exhausted(study: optuna.Study, space: SearchSpace) -> bool:
 
 def _trial_dir(s: TuneSettings, trial: optuna.Trial) -> Path:
     """A retry works in its original trial's folder, so its runs resume from their checkpoints."""
-    system = trial.study._storage.get_trial_system_attrs(trial._trial_id)
-    number = system.get("failed_trial", trial.number)
+    frozen = trial.study.get_trials(deepcopy=False)[trial.number]
+    number = frozen.system_attrs.get("failed_trial", trial.number)  # set by Optuna's retry callback
     return s.study_dir / f"trial-{number:04d}"
 
 
-def _run_trial(s: TuneSettings, study: optuna.Study, trial: optuna.Trial, done: int) -> float:
+def _run_trial(s: TuneSettings, study: optuna.Study, trial: optuna.Trial, done: int, beat: Callable[[], None]) -> float:
     values = s.space.suggest(trial)
     trial.set_user_attr("host", socket.gethostname())
     trial.set_user_attr("pid", os.getpid())
@@ -264,15 +285,17 @@ def _run_trial(s: TuneSettings, study: optuna.Study, trial: optuna.Trial, done: 
     config = {**s.space.fixed, **s.train_flags, **values}
     n_itr = int(config.get("n_itr", 20000))
     trial_dir = _trial_dir(s, trial)
-    scores: dict[str, float] = {}
+    scores: dict[str, float] = {}  # by run name, for people
+    results: list[tuple[str, float]] = []  # (env, raw score), for the objective
     runs = [(env, seed) for env in s.envs for seed in s.seeds]
     for k, (env, seed) in enumerate(runs):
         name = f"{env}-s{seed}"
         call = TrainCall.fresh({**config, "env": env, "seed": seed}, trial_dir, name)
-        raw = _train(s, trial, call, trial_dir / name, offset=k * n_itr, n_itr=n_itr, env=env, prior=scores)
+        raw = _train(s, trial, beat, call, trial_dir / name, offset=k * n_itr, n_itr=n_itr, env=env, prior=results)
         scores[name] = raw
+        results.append((env, raw))
         trial.set_user_attr("scores", scores)
-    return _objective(s, scores)
+    return _objective(s, results)
 
 
 def _fmt(v: Any) -> str:
@@ -286,8 +309,9 @@ def _normalise(s: TuneSettings, env: str, raw: float) -> float:
     return min(1.0, max(0.0, (raw - low) / (high - low)))
 
 
-def _objective(s: TuneSettings, scores: dict[str, float]) -> float:
-    vals = [_normalise(s, name.rsplit("-s", 1)[0], v) for name, v in scores.items()]
+def _objective(s: TuneSettings, results: list[tuple[str, float]]) -> float:
+    """The mean over the trial's runs of each one's score, normalised per env when there are several."""
+    vals = [_normalise(s, env, raw) for env, raw in results]
     return sum(vals) / len(vals)
 
 
@@ -339,13 +363,14 @@ class RunningScore:
 def _train(
     s: TuneSettings,
     trial: optuna.Trial,
+    beat: Callable[[], None],
     call: TrainCall,
     run_dir: Path,
     *,
     offset: int,
     n_itr: int,
     env: str,
-    prior: dict[str, float],
+    prior: list[tuple[str, float]],
 ) -> float:
     """Run (or resume, or reuse) one training run, reporting its running score; its final score."""
     summary = summarize_run(run_dir) if (run_dir / "last.pt").is_file() else None
@@ -356,12 +381,12 @@ def _train(
         job = Job(call, log, open(os.devnull, "w"))
         score = RunningScore(s.metric, run_dir / "metrics.jsonl")
         reported = -1
-        beat = 0.0
+        last_beat = 0.0
         try:
             while job.poll() is None:
-                if time.monotonic() - beat > s.heartbeat_interval:
-                    trial.study._storage.record_heartbeat(trial._trial_id)
-                    beat = time.monotonic()
+                if time.monotonic() - last_beat > s.heartbeat_interval:
+                    beat()
+                    last_beat = time.monotonic()
                 reported = _report(s, trial, score, offset, reported, env, prior)
                 if trial.should_prune():
                     job.stop()
@@ -394,7 +419,7 @@ def _report(
     offset: int,
     reported: int,
     env: str,
-    prior: dict[str, float],
+    prior: list[tuple[str, float]],
 ) -> int:
     """Send the new points of the running score to Optuna; the last step sent.
 
@@ -404,6 +429,6 @@ def _report(
     for itr, value in score.new_points():
         step = offset + itr
         if step > reported:
-            trial.report(_objective(s, {**prior, f"{env}-s?": value}), step)
+            trial.report(_objective(s, [*prior, (env, value)]), step)
             reported = step
     return reported
