@@ -203,3 +203,17 @@ def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(t
     trials = optuna.load_study(study_name="hb", storage=url).trials
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
     assert trials[2].params == trials[1].params and trials[2].system_attrs["failed_trial"] == 1
+
+
+def test_peak_eval_scores_a_trial_by_its_best_evaluation_and_reports_the_best_so_far(tmp_path):
+    write(tmp_path, "params:\n  lr: {type: categorical, choices: [0.001]}\n  n_itr: 6\n")
+    args = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "pe", "--metric", "peak_eval", "--n-trials", "1"]
+    proc = run_ppolab(*args, cwd=tmp_path, env={"PPOLAB_LOCK_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    (trial,) = optuna.load_study(study_name="pe", storage=f"sqlite:///{tmp_path}/experiments/tune/pe.db").trials
+    evals = read_jsonl(tmp_path / "experiments/tune/pe/trial-0000/cartpole-s1/metrics.jsonl").evals
+    assert len(evals) == 4  # iterations 0, 2, 4 and the last, 5
+    assert trial.value == pytest.approx(max(e["reward"] for e in evals))  # the best evaluation, not the last
+    steps = sorted(trial.intermediate_values)
+    reported = [trial.intermediate_values[k] for k in steps]
+    assert reported == sorted(reported) and reported[-1] == pytest.approx(trial.value)  # the best so far, rising
