@@ -308,3 +308,38 @@ def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
         line = next(x for x in proc.stdout.splitlines() if x.startswith(f"{name}:"))
         preset_line = proc.stdout.splitlines()[proc.stdout.splitlines().index(line) + 1]
         assert f"--n-itr {preset['n_itr']}" in preset_line
+
+
+def test_randomisation_when_on_draws_masses_friction_and_damping_per_env_and_reset_within_range():
+    env = H1Env(2, H1Config(randomization=Randomization(push_force=0.0)))  # h1 randomises by default
+    b, r = env.batch.base, env.cfg.randomization
+    assert r.enabled
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        env.batch.reset_one(i, rng)
+    first = [env.batch.models[i].body_mass.copy() for i in range(2)]
+    assert not np.array_equal(first[0], first[1])  # each env its own draw
+    env.batch.reset_one(0, np.random.default_rng(1))
+    m = env.batch.models[0]
+    assert not np.array_equal(m.body_mass, first[0])  # a reset draws again
+    heavy = b.body_mass > 0
+    ratio = m.body_mass[heavy] / b.body_mass[heavy]
+    assert np.all((ratio >= r.mass[0]) & (ratio <= r.mass[1]))
+    friction = m.geom_friction[:, 0][b.geom_friction[:, 0] > 0] / b.geom_friction[:, 0][b.geom_friction[:, 0] > 0]
+    assert np.allclose(friction, friction[0]) and r.friction[0] <= friction[0] <= r.friction[1]
+    damped = b.dof_damping > 0
+    ratio = m.dof_damping[damped] / b.dof_damping[damped]
+    assert np.all((ratio >= r.damping[0]) & (ratio <= r.damping[1])) and ratio.std() > 0
+
+
+def test_the_model_cache_key_follows_the_source_bytes_the_builder_and_its_parameters(tmp_path):
+    from ppolab.envs.model_cache import content_key
+
+    src = tmp_path / "robot.xml"
+    src.write_text("<mujoco/>")
+    key = content_key("r", [src], H1Env, {"kp": 1})
+    assert content_key("r", [src], H1Env, {"kp": 1}) == key  # stable
+    assert content_key("r", [src], H1Env, {"kp": 2}) != key  # a parameter
+    assert content_key("r", [src], make_env, {"kp": 1}) != key  # the builder's code (another module)
+    src.write_text("<mujoco><option/></mujoco>")
+    assert content_key("r", [src], H1Env, {"kp": 1}) != key  # the model file's bytes

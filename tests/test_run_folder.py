@@ -146,3 +146,19 @@ def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
     rest = proc.stdout.read()
     assert proc.wait(60) == 130
     assert "Training interrupted at iteration" in rest
+
+
+def test_git_diff_records_exactly_the_uncommitted_change_of_the_code_that_ran(trained_run):
+    import json
+    import subprocess
+
+    from conftest import REPO
+
+    diff = subprocess.run(["git", "diff", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    info = json.loads((trained_run / "run.json").read_text())
+    assert info["git_commit"] == head and info["git_dirty"] == bool(diff)
+    if diff:  # a dirty tree (a developer's): its diff, to the byte, beside run.json
+        assert (trained_run / "git.diff").read_text() == diff
+    else:  # a clean checkout (CI): no git.diff at all
+        assert not (trained_run / "git.diff").exists()
