@@ -343,3 +343,16 @@ def test_the_model_cache_key_follows_the_source_bytes_the_builder_and_its_parame
     assert content_key("r", [src], make_env, {"kp": 1}) != key  # the builder's code (another module)
     src.write_text("<mujoco><option/></mujoco>")
     assert content_key("r", [src], H1Env, {"kp": 1}) != key  # the model file's bytes
+
+
+@pytest.mark.parametrize("name", ["cartpole", "h1", "jvrc_walk", "jvrc_step"])
+def test_every_env_has_what_the_batch_env_protocol_names(name):
+    from ppolab.envs.protocol import BatchEnv
+
+    env = make_env(name, 2)
+    members = {*BatchEnv.__annotations__, "reset_one", "observe", "step"}
+    assert all(hasattr(env, m) for m in members), [m for m in members if not hasattr(env, m)]
+    env.reset_one(0, np.random.default_rng(0))
+    env.reset_one(1, np.random.default_rng(1))
+    obs, reward, terminated = env.step(np.zeros((2, env.act_dim), np.float32))
+    assert obs.shape == (2, env.obs_dim) and obs.dtype == np.float32 and reward.shape == terminated.shape == (2,)

@@ -363,19 +363,14 @@ def run_compare(ns: argparse.Namespace) -> int:
     for p in paths:
         if not p.exists():
             raise UserError(f"{p}: no such folder")
-    min_effect, states = ns.min_effect, None
+    min_effect = ns.min_effect
     if len(paths) == 1 and (paths[0] / "sweep.yaml").exists():
-        from ppolab.experiments.plan import expand
-        from ppolab.experiments.report import run_states
-        from ppolab.experiments.spec import load_sweep
+        from ppolab.experiments.report import sweep_runs
 
-        spec = load_sweep(paths[0])
-        named = [(p.name, paths[0] / "runs" / p.name) for p in expand(spec, paths[0])]
-        states = run_states(paths[0])
+        spec, runs = sweep_runs(paths[0])
         min_effect = min_effect if min_effect is not None else spec.metadata.min_effect
     else:
-        named = [(p.name, p) for p in paths]
-    runs = load_runs(named, states)
+        runs = load_runs([(p.name, p) for p in paths])
     if ns.json:
         from ppolab.analysis.compare import comparison_data
 

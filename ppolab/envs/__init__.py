@@ -1,9 +1,4 @@
-"""Robot tasks in simulation, each a batch of MuJoCo envs stepped together.
-
-A batched env exposes `obs_dim`, `act_dim`, `num_envs`, `reset_one(i, rng)`,
-`observe()` and `step(action) -> (obs, reward, terminated)`; the horizon and
-resets after an episode ends belong to the sampler, not the env.
-"""
+"""Robot tasks in simulation, each a batch of MuJoCo envs stepped together (the BatchEnv protocol)."""
 
 from __future__ import annotations
 
@@ -18,19 +13,25 @@ from ppolab.envs.cartpole import CartpoleEnv  # noqa: E402
 from ppolab.envs.h1 import H1Env  # noqa: E402
 from ppolab.envs.jvrc import JvrcWalkEnv  # noqa: E402
 from ppolab.envs.jvrc_step import JvrcStepEnv  # noqa: E402
+from ppolab.envs.protocol import BatchEnv  # noqa: E402
 from ppolab.errors import UserError  # noqa: E402
 
-ENVS: dict[str, Any] = {"cartpole": CartpoleEnv, "h1": H1Env, "jvrc_walk": JvrcWalkEnv, "jvrc_step": JvrcStepEnv}
+ENVS: dict[str, type[BatchEnv]] = {
+    "cartpole": CartpoleEnv,
+    "h1": H1Env,
+    "jvrc_walk": JvrcWalkEnv,
+    "jvrc_step": JvrcStepEnv,
+}
 
 
-def env_class(name: str) -> Any:
+def env_class(name: str) -> type[BatchEnv]:
     try:
         return ENVS[name]
     except KeyError:
         raise UserError(f"unknown env {name!r}; choose one of: {', '.join(sorted(ENVS))}") from None
 
 
-def make_env(name: str, num_envs: int, overrides: dict[str, Any] | None = None) -> Any:
+def make_env(name: str, num_envs: int, overrides: dict[str, Any] | None = None) -> BatchEnv:
     """Build a batch of `num_envs` instances of the named env, its configuration changed by `overrides`."""
     cls = env_class(name)
     return cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)

@@ -85,7 +85,6 @@ class H1Env:
     obs_dim = 35
     act_dim = 10
     symmetry = None
-    camera = "track"
 
     def __init__(self, num_envs: int, config: H1Config | None = None) -> None:
         self.cfg = cfg = config or H1Config()

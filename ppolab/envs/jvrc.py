@@ -308,7 +308,6 @@ class JvrcWalkEnv:
     Config = WalkConfig
     obs_dim = 37
     act_dim = 12
-    camera = "track"
     symmetry = walk_symmetry()
 
     def __init__(self, num_envs: int, config: WalkConfig | None = None) -> None:

@@ -88,7 +88,6 @@ class JvrcStepEnv:
     Config = StepConfig
     obs_dim = 39
     act_dim = 12
-    camera = "track"
     symmetry = step_symmetry()
 
     def __init__(self, num_envs: int, config: StepConfig | None = None) -> None:

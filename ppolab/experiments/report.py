@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from ppolab.analysis.anomalies import Thresholds
-from ppolab.analysis.compare import Configuration, compare, fps_spread, group, load_runs, verdict
+from ppolab.analysis.compare import Configuration, Run, compare, fps_spread, group, load_runs, verdict
 from ppolab.analysis.parse import load_run
 from ppolab.errors import UserError
-from ppolab.experiments.plan import expand, plan_table
-from ppolab.experiments.spec import load_sweep
+from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
+from ppolab.experiments.spec import SweepSpec, load_sweep
 from ppolab.experiments.state import SweepState
 from ppolab.util.files import atomic_write_text
 
@@ -121,11 +121,17 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warnin
     return files
 
 
+def sweep_runs(sweep_dir: Path) -> tuple[SweepSpec, list[Run]]:
+    """The sweep file and every planned run, with the state the sweep recorded for it (finished or not)."""
+    spec = load_sweep(sweep_dir)
+    named = [(p.name, sweep_dir / RUNS_DIR / p.name) for p in expand(spec, sweep_dir)]
+    return spec, load_runs(named, run_states(sweep_dir))
+
+
 def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
     th = th or Thresholds()
-    spec = load_sweep(sweep_dir)
+    spec, runs = sweep_runs(sweep_dir)
     planned = expand(spec, sweep_dir)
-    runs = load_runs([(p.name, sweep_dir / "runs" / p.name) for p in planned], run_states(sweep_dir))
     configs = group(runs)
     m = spec.metadata
     result, why = verdict(runs, m.min_effect)
