@@ -13,6 +13,7 @@ from ppolab.analysis.parse import load_run
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
+from ppolab.util.validation import first_problem
 
 
 def load_thresholds(config: Path | None, overrides: dict) -> Thresholds:
@@ -29,7 +30,7 @@ def load_thresholds(config: Path | None, overrides: dict) -> Thresholds:
     try:
         return Thresholds(**{**values, **overrides})
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = first_problem(exc)
         key = str(err["loc"][0])
         valid = ", ".join(Thresholds.model_fields)
         msg = err["msg"] + (f"; valid keys: {valid}" if err["type"] == "extra_forbidden" else "")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, flag
+from ppolab.util.validation import first_problem
 
 
 class Parser(argparse.ArgumentParser):
@@ -97,8 +98,8 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
 
 def validation_message(exc: ValidationError) -> str:
     """The first problem as 'FLAG: what is wrong (got VALUE)'."""
-    err = exc.errors()[0]
-    msg = err["msg"].removeprefix("Value error, ")
+    err = first_problem(exc)
+    msg = err["msg"]
     if err["loc"]:
         name = str(err["loc"][0])
         got = f" (got {err['input']!r})" if err["type"] != "missing" else ""

@@ -7,7 +7,6 @@ keeps the full resolved configuration in `env.yaml`, which `--resume` reuses.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,13 @@ from pydantic import BaseModel, ValidationError
 from ppolab.envs import env_class
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
+from ppolab.util.validation import did_you_mean, first_problem
 
 ENV_FILE = "env.yaml"
 
 
 def _closest(key: str, model: type[BaseModel]) -> str:
-    match = difflib.get_close_matches(key, list(model.model_fields), n=1)
-    return f"; did you mean '{match[0]}'?" if match else f"; valid keys: {', '.join(model.model_fields)}"
+    return did_you_mean(key, list(model.model_fields))
 
 
 def _submodel(model: type[BaseModel], path: tuple) -> type[BaseModel]:
@@ -53,14 +52,13 @@ def validate(env: str, data: Any, source: str) -> dict[str, Any]:
     try:  # merged into the defaults: `kp: {hip: 150}` changes the hip gain, not the whole table
         return cfg_cls(**_merge(cfg_cls().model_dump(mode="json"), data)).model_dump(mode="json")
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(map(str, err["loc"]))
+        err = first_problem(exc)
+        where = err["where"]
         if err["type"] == "extra_forbidden":
             parent = _submodel(cfg_cls, err["loc"][:-1])
             hint = _closest(str(err["loc"][-1]), parent)
             raise UserError(f"{source}: unknown key '{where}' for env {env}{hint}") from None
-        msg = err["msg"].removeprefix("Value error, ")
-        raise UserError(f"{source}: {where}: {msg} (got {err['input']!r})") from None
+        raise UserError(f"{source}: {where}: {err['msg']} (got {err['input']!r})") from None
 
 
 def load_overrides(env: str, path: str | None) -> dict[str, Any] | None:

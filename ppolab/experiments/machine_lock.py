@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ppolab.errors import UserError
+
 LOCK_NAME = "ppolab-train.lock"
 HELD = "PPOLAB_LOCK_HELD"  # set for the processes a lock holder starts: they are its jobs
 
@@ -90,3 +92,20 @@ class MachineLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def hold_machine(owner: dict, wait: bool, say: Callable[[str], None]) -> MachineLock:
+    """The machine lock for a sweep or a study (one training job at a time), queueing or refusing when busy.
+
+    Then the trainer (torch, TensorBoard) is imported once, so every run forked from here starts at once.
+    """
+    lock = MachineLock(owner)
+    if not lock.acquire(
+        wait, on_wait=lambda who: say(f"Waiting for {who} to finish: one training job at a time on this machine.")
+    ):
+        raise UserError(f"the machine is busy with {lock.holder()}; wait for it, or drop --no-wait to queue")
+    import torch.utils.tensorboard  # noqa: F401
+
+    import ppolab.ppo.trainer  # noqa: F401
+
+    return lock

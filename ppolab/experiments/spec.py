@@ -18,7 +18,6 @@ reported as `FILE:LINE: what is wrong; how to fix it`.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ppolab.errors import UserError
 from ppolab.ppo.config import RUN_NAME, TrainConfig
 from ppolab.util import yaml_file
+from ppolab.util.validation import did_you_mean, first_problem
 
 SWEEP_FILE = "sweep.yaml"
 MAX_RUNS = 10_000  # planned runs in one sweep: more is a mistake (a grid of 10^6), not a plan
@@ -91,8 +91,7 @@ class Locator:
 
 
 def closest(word: str, options: list[str]) -> str:
-    match = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
-    return f"; did you mean '{match[0]}'?" if match else f"; valid keys: {', '.join(sorted(options))}"
+    return did_you_mean(word, options, cutoff=0.5)
 
 
 def read_yaml(path: Path, missing_hint: str) -> tuple[Any, Locator]:
@@ -124,7 +123,7 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
     try:
         spec = SweepSpec(**resolved)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = first_problem(exc)
         keys = err["loc"]
         if err["type"] == "extra_forbidden":
             model = {"metadata": Metadata, "runs": RunSpec}.get(str(keys[0]), SweepSpec)
@@ -204,7 +203,7 @@ def _check_value(loc: Locator, where: tuple[str, ...], values: dict) -> None:
     try:
         TrainConfig(**values)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = first_problem(exc)
         name = str(err["loc"][0]) if err["loc"] else ""
         if name and where[-1] != name and name in values:
             section = where if where[-1] in ("config", "grid") else where[:-1]

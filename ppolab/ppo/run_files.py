@@ -30,6 +30,7 @@ from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, to_args
 from ppolab.util.files import atomic_write_text
+from ppolab.util.validation import first_problem
 
 if TYPE_CHECKING:
     from ppolab.ppo.tracking import Tracker
@@ -154,8 +155,8 @@ def load_config(run_dir: Path) -> TrainConfig:
     try:
         return TrainConfig(**data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UserError(f"--resume: {path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        err = first_problem(exc)
+        raise UserError(f"--resume: {path}: {err['where']}: {err['msg']}") from None
 
 
 class MetricsLog:

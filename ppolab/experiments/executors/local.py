@@ -22,7 +22,7 @@ from typing import TextIO
 from ppolab.analysis.anomalies import describe
 from ppolab.errors import NO_SPACE_EXIT, UserError
 from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry, summary_of
-from ppolab.experiments.machine_lock import MachineLock
+from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, now
 from ppolab.util.files import remove_stale_temps
@@ -44,19 +44,8 @@ def run_sweep(
     `parallel` > 1 runs that many jobs at once (the runner still holds the machine
     lock, so other sweeps wait); callers only allow it when the user asked for it.
     """
-    lock = MachineLock({"sweep": sweep_name, "dir": str(sweep_dir.resolve())})
-    if not lock.acquire(
-        wait_for_lock,
-        on_wait=lambda who: print(
-            f"Waiting for {who} to finish: one training job at a time on this machine.", file=out, flush=True
-        ),
-    ):
-        raise UserError(f"the machine is busy with {lock.holder()}; wait for it, or drop --no-wait to queue")
-    # import the trainer (torch, TensorBoard) once here; every forked run then starts without importing it
-    import torch.utils.tensorboard  # noqa: F401
-
-    import ppolab.ppo.trainer  # noqa: F401
-
+    say = lambda line: print(line, file=out, flush=True)  # noqa: E731
+    lock = hold_machine({"sweep": sweep_name, "dir": str(sweep_dir.resolve())}, wait_for_lock, say)
     previous = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
     try:
         remove_stale_temps(sweep_dir)  # a runner killed during a state write left its temp file

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ppolab.errors import UserError
 from ppolab.experiments.spec import NOT_IN_SWEEPS, Locator, closest, read_yaml
 from ppolab.ppo.config import TrainConfig
+from ppolab.util.validation import first_problem
 
 NOT_SEARCHED = NOT_IN_SWEEPS | {"env", "seed"}  # tune sets these per run (--env/--env-ids, --seed/--seeds)
 
@@ -116,8 +117,7 @@ def load_space(path: Path, given: dict[str, Any], envs: list[str]) -> SearchSpac
     try:
         spec = SpaceFile(**raw)
     except ValidationError as exc:
-        errors = exc.errors()
-        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        err = first_problem(exc)
         keys = err["loc"]
         if err["type"] == "extra_forbidden":
             hint = closest(str(keys[-1]), list(SpaceFile.model_fields))
@@ -162,10 +162,9 @@ def _distribution(loc: Locator, where: tuple[str, ...], value: dict) -> FloatRan
     try:
         d = _Searched(value=value).value
     except ValidationError as exc:
-        errors = exc.errors()
-        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # a typo explains the rest
+        err = first_problem(exc)
         keys = [k for k in err["loc"][1:] if isinstance(k, str) and k not in ("float", "int", "categorical")]
-        detail = err["msg"].removeprefix("Value error, ")
+        detail = err["msg"]
         if err["type"] == "union_tag_invalid":
             detail = f"type must be float, int or categorical (got {value['type']!r})"
         elif err["type"] == "extra_forbidden":
@@ -189,16 +188,16 @@ def _check_values(loc: Locator, searched: dict, base: dict[str, Any]) -> None:
     try:
         TrainConfig(**probe)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = first_problem(exc)
         bad = str(err["loc"][0]) if err["loc"] else "params"
-        raise loc.error(("params", bad), f"{bad}: {err['msg'].removeprefix('Value error, ')}") from None
+        raise loc.error(("params", bad), f"{bad}: {err['msg']}") from None
     for name, d in searched.items():
         for v in d.choices if isinstance(d, Choice) else (d.low, d.high):
             try:
                 TrainConfig(**{**probe, name: v})
             except ValidationError as exc:
-                err = exc.errors()[0]
+                err = first_problem(exc)
                 bad = str(err["loc"][0]) if err["loc"] else name
-                msg = err["msg"].removeprefix("Value error, ")
+                msg = err["msg"]
                 where = ("params", name) if bad in (name, "model") or bad not in searched else ("params", bad)
                 raise loc.error(where, f"{name}={v!r}: {bad}: {msg}") from None

@@ -38,7 +38,7 @@ from optuna.trial import TrialState
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.executors.job import Job, prepare_run_dir
-from ppolab.experiments.machine_lock import MachineLock
+from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.tune.search_space import SearchSpace
 
@@ -199,16 +199,7 @@ def fail_stale(study: optuna.Study, say: Callable[[str], None]) -> None:
 
 def run_study(s: TuneSettings, wait_for_lock: bool = True) -> int:
     """Run trials until the study holds n_trials finished ones. 0 done, 1 failed, 130 interrupted."""
-    lock = MachineLock({"sweep": f"tune {s.study}", "dir": str(s.study_dir.resolve())})
-    if not lock.acquire(
-        wait_for_lock,
-        on_wait=lambda who: s.say(f"Waiting for {who} to finish: one training job at a time on this machine."),
-    ):
-        raise UserError(f"the machine is busy with {lock.holder()}; wait for it, or drop --no-wait to queue")
-    import torch.utils.tensorboard  # noqa: F401  - imported once here, every forked run starts without it
-
-    import ppolab.ppo.trainer  # noqa: F401
-
+    lock = hold_machine({"sweep": f"tune {s.study}", "dir": str(s.study_dir.resolve())}, wait_for_lock, s.say)
     try:
         with quiet_optuna():
             return _trials(s)
