@@ -37,6 +37,7 @@ from ppolab.analysis.stats import (
 )
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
+from ppolab.ppo.run_files import read_config
 from ppolab.util import tables
 
 NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
@@ -87,21 +88,6 @@ class Configuration:
         return np.array([r.score for r in self.judged])
 
 
-def _read_config(path: Path) -> dict:
-    cfg_path = path / "config.yaml"
-    try:
-        cfg = yaml.safe_load(cfg_path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no config.yaml; compare needs ppolab run folders") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UserError(
-            f"{cfg_path}: unreadable ({type(exc).__name__}); restore it from the run's command.txt"
-        ) from None
-    if not isinstance(cfg, dict):
-        raise UserError(f"{cfg_path}: not a mapping of train settings; restore it from the run's command.txt")
-    return cfg
-
-
 def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
     planned = cfg.get("n_itr")
     done = summary.iterations if summary else 0
@@ -123,7 +109,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
         if not (path / "config.yaml").exists() and states is not None:  # a sweep's run not begun (or lost)
             runs.append(Run(name, path, None, None, "not started" if state in (None, "pending") else state))
             continue
-        cfg = _read_config(path)
+        cfg = read_config(path, "compare")
         summary = (
             summarize(load_run(path)) if (path / "metrics.jsonl").exists() or (path / "train.log").exists() else None
         )

@@ -44,8 +44,12 @@ jobs share, such as EFS). Secrets go by reference: --secret NAME=ARN.
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    from ppolab.cli.launch import add_launch_flags
+    """The operations commands: doctor, skills, repro, matrix, slurm, container, cloud."""
+    for add in (_add_doctor_skills_repro, _add_matrix_slurm, _add_container_cloud):
+        add(sub)
 
+
+def _add_doctor_skills_repro(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
         help="machine readiness and credentials (never their values)",
@@ -83,6 +87,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--logdir", help="where the new run folder goes (default: the original --logdir)")
     p.add_argument("--json", action="store_true", help="print the command, commit, versions, seed and device as JSON")
 
+
+def _add_matrix_slurm(sub: argparse._SubParsersAction) -> None:
+    from ppolab.cli.launch import add_launch_flags
+
     p = sub.add_parser("matrix", help="envs x seeds benchmark commands", description=MATRIX_HELP, formatter_class=RAW)
     p.add_argument("--env-ids", nargs="+", required=True, metavar="ENV", help="envs to run")
     p.add_argument("--num-seeds", type=int, default=3, metavar="N", help="seeds per env (default: 3)")
@@ -111,6 +119,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--submit", action="store_true", help="submit with sbatch and record the job id in state.json")
     p.add_argument("--task", type=int, metavar="I", help=argparse.SUPPRESS)  # used by the generated script
 
+
+def _add_container_cloud(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("container", help="docker build/run/push commands", description=CONTAINER_HELP)
     p.add_argument("--tag", help="image tag (default: ppolab:VERSION)")
     p.add_argument("--cuda", metavar="VARIANT", help="CUDA build of PyTorch, e.g. cu128 (default: CPU)")
