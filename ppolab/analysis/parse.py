@@ -17,18 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.ppo.console import TABLE_ROWS
 
-LABELS = {
-    "Mean Eprew": "mean_eprew",
-    "Mean Eplen": "mean_eplen",
-    "Actor loss": "actor_loss",
-    "Critic loss": "critic_loss",
-    "Mirror loss": "mirror_loss",
-    "Mean KL Div": "kl",
-    "Mean Entropy": "entropy",
-    "Clip Fraction": "clip_fraction",
-    "Mean noise std": "noise_std",
-}
+LABELS = dict(TABLE_ROWS)  # the console table's labels (LearningHumanoidWalking's) -> metric keys
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 PREFIX = re.compile(r"^\([^)]*pid=\d+[^)]*\)\s*")
 ITERATION = re.compile(r"\*+ Iteration (\d+) \*+")
