@@ -16,6 +16,7 @@ pretrained/ENV); `--curve` adds the walk check of every saved checkpoint against
 
     python benchmarks/humanoid_learning.py --env jvrc_walk          # trains to the preset's n_itr, resumable
     python benchmarks/humanoid_learning.py --env jvrc_walk --check pretrained/jvrc_walk
+    python benchmarks/humanoid_learning.py --env jvrc_walk --ship 1900   # actor_1900.pt -> pretrained/jvrc_walk
 """
 
 from __future__ import annotations
@@ -43,12 +44,18 @@ def main() -> None:
     ap.add_argument(
         "--curve", action="store_true", help="jvrc_walk: the walk check of every checkpoint vs wall time (no training)"
     )
+    ap.add_argument(
+        "--ship", type=int, metavar="ITERATION", help="ship actor_ITERATION.pt to pretrained/ENV (no training)"
+    )
     args = ap.parse_args()
     if args.check:
         print(json.dumps(checks(args.env, Path(args.check)), indent=2))
         return
     run_name = f"{args.env}-learning-s{args.seed}"
     run_dir = Path(args.logdir) / run_name
+    if args.ship is not None:
+        print(ship(args.env, run_dir, args.ship))
+        return
     if args.curve:  # the curve so far, without training further
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
         for point in walk_curve(run_dir, rows):
@@ -100,6 +107,28 @@ def checks(env: str, path: Path) -> dict:
     if env == "h1":
         return {"push": behaviour.push(path)}
     return {}
+
+
+def ship(env: str, run_dir: Path, iteration: int) -> Path:
+    """pretrained/ENV: the actor of `iteration` (its metadata names the env and its settings), the run's
+    config.yaml, the env's full settings as env.yaml (`--yaml` takes it), and the checks' figures."""
+    import shutil
+
+    import yaml
+
+    from ppolab.envs import make_env
+    from ppolab.ppo import checkpoint as ckpt
+
+    out = Path("pretrained") / env
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run_dir / f"actor_{iteration}.pt", out / "actor.pt")
+    shutil.copyfile(run_dir / "config.yaml", out / "config.yaml")
+    settings = ckpt.load(out / "actor.pt")["meta"].get("env_config")
+    cfg = make_env(env, 1, settings).cfg.model_dump(mode="json")
+    (out / "env.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    figures = {"run": str(run_dir), "iteration": iteration, "checks": checks(env, out)}
+    (out / "checks.json").write_text(json.dumps(figures, indent=2) + "\n")
+    return out
 
 
 def walk_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
