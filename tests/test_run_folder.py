@@ -162,3 +162,21 @@ def test_git_diff_records_exactly_the_uncommitted_change_of_the_code_that_ran(tr
         assert (trained_run / "git.diff").read_text() == diff
     else:  # a clean checkout (CI): no git.diff at all
         assert not (trained_run / "git.diff").exists()
+
+
+def test_tensorboard_holds_the_hyperparameters_and_the_config_text(trained_run):
+    """Runs compare in TensorBoard's HParams table, as CleanRL's do; the resolved config is there as text."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    acc = EventAccumulator(str(trained_run))
+    acc.Reload()
+    content = acc.PluginTagToContent("hparams")
+    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    hp = session.session_start_info.hparams
+    assert hp["seed"].number_value == 3 and hp["env"].string_value == "cartpole"
+    assert hp["minibatch_size"].number_value == 32 and hp["learn_std"].number_value == 1  # true, as torch writes it
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"])
+    assert {m.name.tag for m in experiment.experiment.metric_infos} == {"eval/reward", "charts/mean_eprew"}
+    text = acc.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert "|seed|3|" in text and "|env|cartpole|" in text

@@ -187,6 +187,17 @@ class MetricsLog:
         self.tb = SummaryWriter(str(run_dir), purge_step=resume_from)
         self.tracker = tracker
 
+    def describe(self, cfg: TrainConfig) -> None:
+        """A new run's settings for TensorBoard: the HParams table (runs compare there) and the config as text."""
+        from torch.utils.tensorboard.summary import hparams
+
+        values = {k: (v if isinstance(v, int | float | str | bool) else str(v)) for k, v in cfg.model_dump().items()}
+        values = {k: v for k, v in values.items() if v is not None}
+        for summary in hparams(values, {"eval/reward": float("nan"), "charts/mean_eprew": float("nan")}):
+            self.tb.file_writer.add_summary(summary)
+        rows = "\n".join(f"|{k}|{v}|" for k, v in values.items())
+        self.tb.add_text("config", f"|setting|value|\n|-|-|\n{rows}")
+
     def _repair(self, resume_from: int, restore: list[dict]) -> None:
         """Keep the complete records before the checkpoint; put back the checkpoint's own iteration from
         the copy last.pt holds when the file lost it (a torn last line); say what cannot be recovered."""

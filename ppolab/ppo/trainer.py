@@ -277,6 +277,8 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
                          restore=restore)  # fmt: skip
     for note in metrics.notes:
         console.line(note)
+    if resume_dir is None:
+        metrics.describe(cfg)
     eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
     return Session(
         cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
