@@ -10,7 +10,7 @@ from pathlib import Path
 from ppolab.errors import UserError
 
 
-def add_launch_flags(p: argparse.ArgumentParser) -> None:
+def add_launch_flags(p: argparse.ArgumentParser, workers: int = 1) -> None:
     """Flags shared by every command that launches a sweep."""
     p.add_argument("--yes", action="store_true", help="launch without asking for approval")
     p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
@@ -31,7 +31,7 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
         "RAY_ADDRESS, reserving the sweep file's resources (num_cpus, num_gpus) and running side by side as "
         "they allow. The sweep folder must be on a filesystem every node sees",
     )
-    add_parallel_flags(p, default=1)
+    add_parallel_flags(p, default=workers)
 
 
 PARALLEL_WHY = (

@@ -109,8 +109,7 @@ def _add_matrix_slurm(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="with --workers 0: print the runs (seed, env, command) as JSON")
     p.add_argument("--name", help="sweep name under --root (default: matrix-ENV1-ENV2...)")
     p.add_argument("--write", action="store_true", help="write the sweep folder without running it")
-    add_launch_flags(p)
-    p.set_defaults(workers=0)
+    add_launch_flags(p, workers=0)
     _add_slurm_resources(p)
 
     p = sub.add_parser("slurm", help="run a sweep as a Slurm job array", description=SLURM_HELP)

@@ -111,8 +111,12 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warnin
     for ax, (key, label, limit, scale) in zip(axes.flat, panels):
         for i, c in enumerate(configs):
             band(ax, c, i, _curves(c, key))
-        ax.axhline(limit, color="crimson", linestyle="--", linewidth=1, label=f"threshold {limit:g}")
         ax.set(xlabel="iteration", ylabel=label, yscale=scale, title=label[0].upper() + label[1:])
+        low, high = ax.get_ylim()
+        where = "" if low <= limit <= high else " (above the data)" if limit > high else " (below the data)"
+        ax.axhline(limit, color="crimson", linestyle="--", linewidth=1, label=f"threshold {limit:g}{where}")
+        if where:  # a far-away threshold would squash the curves into a line: keep the data's own range
+            ax.set_ylim(low, high)
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=7)
     fig.savefig(out_dir / "diagnostics.png", dpi=110)

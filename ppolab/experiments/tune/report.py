@@ -66,6 +66,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
         ys.append(best)
     ax.step(xs, ys, where="post", color="tab:red", label="best so far")
     ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.ticklabel_format(axis="y", useOffset=False)  # objective values as they are, not "+1.355e1" offsets
     ax.set_xlabel("trial")
     ax.set_ylabel("objective")
     ax.set_title(f"Study {study.study_name}")
