@@ -23,8 +23,9 @@ import numpy as np
 from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
-from ppolab.ppo.sampler import LocalSampler, available_cores
+from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.trainer import build_networks
+from ppolab.util.system import available_cores
 
 HIDDEN = [256, 256]
 

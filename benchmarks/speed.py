@@ -26,11 +26,12 @@ from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import Trajectories, collect
-from ppolab.ppo.sampler import LocalSampler, available_cores
+from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.trainer import build_networks
 from ppolab.ppo.update import FlatAdam, Hyper, ppo_update
+from ppolab.util.system import available_cores
 
 
 def best_of(fn, repeats: int) -> float:

@@ -81,3 +81,17 @@ def test_repro_prints_what_reproduces_a_run_and_run_gives_the_same_metrics(train
     new = only_run_dir(tmp_path)
     assert new != trained_run
     assert without_timings(read_metrics(new)) == without_timings(read_metrics(trained_run))
+
+
+def test_doctor_and_help_start_without_importing_torch(tmp_path):
+    """They answer in about a second: torch (3-5 s to import here) is only loaded by commands that train."""
+    import subprocess
+    import sys
+
+    for args in (["doctor"], ["--help"], ["sweep", "--help"]):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "ppolab", *args],
+            capture_output=True, text=True, env=clean_env(tmp_path), timeout=120,
+        )  # fmt: skip
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+        assert proc.returncode in (0, 1) and "torch" not in imported and "scipy" not in imported, args

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats
 
 RULES = (
     "nan_inf", "critic_divergence", "kl_high", "clip_high", "entropy_collapse", "reward_decline", "reward_collapse",
@@ -174,6 +173,8 @@ def trend(x: np.ndarray, y: np.ndarray, phi: float) -> Trend | None:
         t = math.copysign(math.inf, slope) if slope else 0.0
     else:
         t = slope / se
+    from scipy import stats  # here: building the CLI's parser (Thresholds) stays fast
+
     return Trend(slope, t, float(stats.t.sf(-t, df)), float(stats.t.sf(t, df)))
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
 
 
 def clock_tables(swing: float, stance: float, control_dt: float, relax: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
@@ -38,6 +37,8 @@ def clock_tables(swing: float, stance: float, control_dt: float, relax: float = 
     x = np.concatenate([np.array(knots) + shift for shift in (-cycle, 0.0, cycle)])  # three cycles: continuity
     period = math.floor(cycle)
     phases = np.arange(period, dtype=float)
+    from scipy.interpolate import PchipInterpolator  # here: commands that build no env start without scipy
+
     table = np.stack([PchipInterpolator(x, np.tile(v, 3))(phases) for v in (r_val, l_val)], axis=1)
     double_support = np.all(table >= 1.0 - 1e-9, axis=1)
     return np.clip(table, -1.0, 1.0), double_support

@@ -14,6 +14,7 @@ import subprocess
 
 from ppolab.errors import UserError
 from ppolab.util.credentials import CHECKS, CREDENTIALS
+from ppolab.util.system import available_cores, gpus
 
 
 def _version(package: str) -> str:
@@ -24,16 +25,6 @@ def _version(package: str) -> str:
 
 
 def machine() -> dict[str, str]:
-    gpu = "none"
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
-    except ImportError:
-        pass
-    from ppolab.ppo.sampler import available_cores
-
     return {
         "ppolab": _version("ppolab"),
         "python": platform.python_version(),
@@ -41,7 +32,7 @@ def machine() -> dict[str, str]:
         "torch": _version("torch"),
         "platform": f"{platform.system()} {platform.release()}",
         "cores": f"{available_cores()} available of {os.cpu_count()}",
-        "gpu": gpu,
+        "gpu": gpus(),
         "slurm": shutil.which("sbatch") or "not found (sbatch)",
         "docker": _docker(),
         "ray": _ray_cluster(),

@@ -94,7 +94,7 @@ def system_info() -> dict[str, Any]:
     import numpy
     import torch
 
-    from ppolab.ppo.sampler import available_cores
+    from ppolab.util.system import available_cores
 
     return {
         "ppolab": __version__,

@@ -9,7 +9,6 @@ policy once per iteration and send back their range's trajectories.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -18,19 +17,13 @@ from threadpoolctl import threadpool_limits
 
 from ppolab.envs import make_env
 from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.util.system import available_cores
 
 
 def one_blas_thread() -> None:
     """Policy inference is many small matmuls: BLAS threads in every sampling process only fight over
     the cores (measured: 2.5x slower sampling on 2 cores with a 256 x 256 policy)."""
     threadpool_limits(1, user_api="blas")
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def split_slots(total: int, parts: int) -> list[tuple[int, int]]:
