@@ -77,3 +77,16 @@ def test_run_experiment_py_accepts_the_same_commands(tmp_path):
         timeout=300,
     )
     assert proc.returncode == 0 and "Mean return:" in proc.stdout
+
+
+def test_a_long_step_reports_progress_as_plain_lines_where_there_is_no_terminal():
+    import io
+
+    from ppolab.util.progress import Progress
+
+    out = io.StringIO()  # a log file or an agent reading the output: no terminal, no bar
+    progress = Progress("Rendering episode 1", 3, "frames", every_s=0.0, stream=out)
+    for _ in range(3):
+        progress.advance()
+    progress.close()
+    assert out.getvalue().splitlines() == [f"Rendering episode 1: {i}/3 frames" for i in (1, 2, 3)]

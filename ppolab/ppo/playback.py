@@ -14,6 +14,7 @@ from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
 from ppolab.ppo.rollout import evaluate
+from ppolab.util.progress import Progress
 
 
 def load_actor(path: Path) -> tuple[Actor, dict]:
@@ -79,13 +80,18 @@ def render_episode(
             "libgl1-mesa-dri (MUJOCO_GL=egl) or libosmesa6 (MUJOCO_GL=osmesa)"
         ) from None
     frames = []
+    progress = Progress("Rendering episode 1", steps, "frames (at most)")
 
     def grab(e) -> None:
         renderer.update_scene(e.physics.datas[0], camera=0)
         frames.append(renderer.render().copy())
+        progress.advance()
 
-    evaluate(env, params, seed=seed, steps=steps, on_step=grab)
-    renderer.close()
+    try:
+        evaluate(env, params, seed=seed, steps=steps, on_step=grab)
+    finally:
+        progress.close()
+        renderer.close()
     return frames
 
 
@@ -94,7 +100,10 @@ def write_video(path: Path, frames: list, fps: int) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    progress = Progress(f"Encoding {path.name}", len(frames), "frames")
     with imageio.get_writer(tmp, fps=fps, codec="libx264", macro_block_size=8) as writer:
         for frame in frames:
             writer.append_data(frame)
+            progress.advance()
+    progress.close()
     os.replace(tmp, path)
