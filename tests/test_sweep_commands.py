@@ -51,7 +51,7 @@ def test_experiment_writes_the_equivalent_sweep_and_runs_it(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = yaml.safe_load((root / "gam" / "sweep.yaml").read_text())
     assert doc["defaults"]["env"] == "cartpole" and doc["seeds"] == [1, 2]
-    assert doc["runs"]["A"]["grid"] == {"gamma": [0.95, 0.99]}
+    assert doc["runs"]["A"]["grid"] == {"gamma": [0.99, 0.95]}  # the control (cartpole's default 0.99) first
     states = state_of(root / "gam")
     assert sorted(states) == ["gam-gamma095-s1", "gam-gamma095-s2", "gam-gamma099-s1", "gam-gamma099-s2"]
     assert all(s["state"] == "done" for s in states.values())
@@ -141,14 +141,14 @@ def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path)
     assert [r["iteration"] for r in done if r["type"] == "iteration"] == list(range(60))  # none lost, none twice
 
 
-def test_launch_asks_for_approval_on_a_terminal_and_no_means_nothing_runs(tmp_path):
+def answer_no(argv: list[str]) -> tuple[int, bytes]:
+    """Run ppolab on a pseudo-terminal, answer its approval question with "n"; (exit code, what it showed)."""
     import os
     import pty
 
-    d = make_sweep(tmp_path)
     main, secondary = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ppolab", "sweep", str(d)],
+        [sys.executable, "-m", "ppolab", *argv],
         cwd=REPO,
         stdin=secondary,
         stdout=secondary,
@@ -168,6 +168,29 @@ def test_launch_asks_for_approval_on_a_terminal_and_no_means_nothing_runs(tmp_pa
     except OSError:  # the terminal closed with the process
         pass
     os.close(main)
+    return proc.returncode, seen
+
+
+def test_launch_asks_for_approval_on_a_terminal_and_no_means_nothing_runs(tmp_path):
+    d = make_sweep(tmp_path)
+    code, seen = answer_no(["sweep", str(d)])
     assert b"Launch 2 runs, one at a time? [y/N]" in seen and b"Not launched." in seen
-    assert proc.returncode == 1
+    assert code == 1
     assert not (d / "state.json").exists()
+
+
+def test_experiment_names_its_control_and_a_dry_run_or_a_no_writes_nothing(tmp_path):
+    root = tmp_path / "sweeps"
+    args = ["experiment", "gamma", "--vary", "gamma=0.95,0.999", *QUICK, "--root", str(root)]
+    dry = ppolab(*args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Control: gamma=0.99" in dry.stdout  # cartpole's default, added and compared first
+    names = [line.split("|")[2].strip() for line in dry.stdout.splitlines() if line.startswith("| 1 ")]
+    assert names == ["run-gamma099"]  # not "gamma-gamma099": the name does not repeat the flag
+    assert "Hypothesis: gamma other than the control (gamma=0.99) changes the final reward" in dry.stdout
+    assert not root.exists()
+    code, seen = answer_no([*args, "--control", "gamma=0.95"])
+    assert code == 1 and b"Control: gamma=0.95" in seen and b"Not launched. Nothing was written." in seen
+    assert not root.exists()
+    wrong = ppolab(*args, "--control", "lr=0.1", "--dry-run")
+    assert wrong.returncode == 2 and "--control lr: not a varied flag" in wrong.stderr

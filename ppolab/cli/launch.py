@@ -65,12 +65,16 @@ def check_workers(ns: argparse.Namespace) -> None:
         )
 
 
-def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> int:
-    """Show the plan, ask for approval, then run it (or detach a runner that does)."""
+def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepared=None, write=None) -> int:
+    """Show the plan, ask for approval, then run it (or detach a runner that does).
+
+    `prepared` (spec, planned) is a plan whose sweep file does not exist yet: `write()` writes it, once
+    approved, so a dry run or a "no" leaves nothing behind.
+    """
     from ppolab.experiments import display, plan
     from ppolab.experiments.executors.local import run_sweep
 
-    spec, planned = plan.load_plan(sweep_dir)
+    spec, planned = prepared or plan.load_plan(sweep_dir)
     if ns.max_retries < 0:
         raise UserError("--max-retries: must be 0 or more")
     check_workers(ns)
@@ -95,8 +99,10 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False) -> in
         how = "on the Ray cluster" if executor == "ray" else how
         answer = input(f"Launch {len(planned)} runs, {how}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
-            print("Not launched.")
+            print("Not launched." + (" Nothing was written." if write else ""))
             return 1
+    if write is not None:
+        print(f"Sweep file: {write()}")
     if ns.detach:
         log = open(sweep_dir / "sweep.log", "a")
         argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]

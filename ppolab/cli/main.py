@@ -126,7 +126,14 @@ def _add_experiment(sub: argparse._SubParsersAction) -> None:
         help="values to try for a train flag; repeat for a grid over several flags",
     )
     p.add_argument("--seeds", type=int, metavar="N", help="run every configuration with seeds 1..N")
-    p.add_argument("--hypothesis", default="", help="what the experiment should show")
+    p.add_argument(
+        "--control",
+        action="append",
+        metavar="FLAG=VALUE",
+        help="the control's value of a varied flag (default: the flag's default for the env); compared first",
+    )
+    p.add_argument("--hypothesis", default="", help="what the experiment should show (default: one is written)")
+    p.add_argument("--dry-run", action="store_true", help="show the plan; write and run nothing")
     add_launch_flags(p)
     add_model_flags(p, TrainConfig, skip={"logdir", "run_name", "continued", "experiment_tag"})
 
@@ -326,17 +333,40 @@ def run_sweep_cmd(ns: argparse.Namespace) -> int:
 
 
 def run_experiment_cmd(ns: argparse.Namespace) -> int:
-    from ppolab.experiments.quick import experiment_doc, parse_vary, write_sweep
+    from ppolab.experiments.quick import control_first, experiment_doc, parse_vary, preview, write_sweep
 
     if ns.seeds is not None and ns.seeds < 1:
         raise UserError("--seeds: must be at least 1")
     defaults = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
     if "env" not in defaults:
         raise UserError("--env is required")
-    doc = experiment_doc(ns.name, defaults, parse_vary(ns.vary), ns.seeds, ns.hypothesis)
-    sweep_dir = write_sweep(Path(ns.root), ns.name, doc)
-    print(f"Sweep file: {sweep_dir / 'sweep.yaml'}")
-    return launch(sweep_dir, ns)
+    grid = parse_vary(ns.vary)
+    control = _experiment_control(defaults, grid, parse_vary(ns.control or []))
+    shown = ", ".join(f"{k}={v}" for k, v in control.items())
+    hypothesis = ns.hypothesis or f"{', '.join(grid)} other than the control ({shown}) changes the final reward"
+    doc = experiment_doc(ns.name, defaults, control_first(grid, control), ns.seeds, hypothesis)
+    root = Path(ns.root)
+    prepared = preview(root, ns.name, doc)
+    print(f"Control: {shown}")
+    return launch(
+        root / ns.name,
+        ns,
+        dry_run=ns.dry_run,
+        prepared=prepared,
+        write=lambda: write_sweep(root, ns.name, doc) / "sweep.yaml",
+    )
+
+
+def _experiment_control(defaults: dict, grid: dict, given: dict) -> dict:
+    """The control configuration: each varied flag at its --control value, else at its default (presets applied)."""
+    extra = sorted(set(given) - set(grid))
+    if extra:
+        raise UserError(f"--control {extra[0]}: not a varied flag; --control names the value of a --vary flag")
+    bad = next((k for k, v in given.items() if len(v) != 1), None)
+    if bad:
+        raise UserError(f"--control {bad}: give one value (e.g. --control {bad}={given[bad][0]})")
+    base = build(TrainConfig, {k: v for k, v in defaults.items() if k not in grid}).model_dump()
+    return {k: given[k][0] if k in given else base.get(k, grid[k][0]) for k in grid}  # unknown flags: preview says
 
 
 def run_analyze(ns: argparse.Namespace) -> int:

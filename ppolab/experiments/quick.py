@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ppolab.errors import UserError
-from ppolab.experiments.spec import SWEEP_FILE, load_sweep
+from ppolab.experiments.plan import PlannedRun, expand
+from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, load_sweep
 from ppolab.util.files import atomic_write_text
 
 
@@ -24,10 +26,22 @@ def parse_vary(items: list[str]) -> dict[str, list[Any]]:
     return grid
 
 
+def control_first(grid: dict[str, list[Any]], control: dict[str, Any]) -> dict[str, list[Any]]:
+    """Each flag's values with its control value first (added if missing): the first configuration is the
+    control that every other one is compared against."""
+    return {k: [control[k], *(v for v in values if v != control[k])] for k, values in grid.items()}
+
+
+def run_name(name: str, grid: dict[str, list[Any]]) -> str:
+    """The base of the expanded run names: the experiment's, unless it only repeats the first flag's tag."""
+    first = next(iter(grid)).replace("_", "")
+    return "run" if name.replace("-", "").replace("_", "").lower() == first else name
+
+
 def experiment_doc(
     name: str, defaults: dict[str, Any], grid: dict[str, list[Any]], seeds: int | None, hypothesis: str
 ) -> dict[str, Any]:
-    """The sweep file of `ppolab experiment`: one run over the grid, seeds 1..N."""
+    """The sweep file of `ppolab experiment`: one run over the grid (control first), seeds 1..N."""
     return {
         "metadata": {
             "name": name,
@@ -37,8 +51,29 @@ def experiment_doc(
         },
         "defaults": defaults,
         **({"seeds": list(range(1, seeds + 1))} if seeds else {}),
-        "runs": {"A": {"name": name, "config": {"experiment_tag": "${metadata.experiment_tag_prefix}"}, "grid": grid}},
+        "runs": {
+            "A": {
+                "name": run_name(name, grid),
+                "config": {"experiment_tag": "${metadata.experiment_tag_prefix}"},
+                "grid": grid,
+            }
+        },
     }
+
+
+def preview(root: Path, name: str, doc: dict[str, Any]) -> tuple[SweepSpec, list[PlannedRun]]:
+    """The plan `doc` would give in ROOT/NAME, checked like a sweep file, without writing anything there."""
+    path = root / name / SWEEP_FILE
+    text = yaml.safe_dump(doc, sort_keys=False)
+    if path.exists() and path.read_text() != text:
+        raise UserError(f"{path} exists with a different plan; pick another NAME or edit that file")
+    with tempfile.TemporaryDirectory(prefix="ppolab-experiment-") as tmp:
+        (Path(tmp) / SWEEP_FILE).write_text(text)
+        try:
+            spec = load_sweep(Path(tmp))
+        except UserError as exc:  # the file is ours, the mistake is in the flags: say it without file and line
+            raise UserError(str(exc).split(": ", 1)[-1]) from None
+    return spec, expand(spec, root / name)
 
 
 def write_sweep(root: Path, name: str, doc: dict[str, Any]) -> Path:
