@@ -154,11 +154,11 @@ def test_git_diff_records_exactly_the_uncommitted_change_of_the_code_that_ran(tr
 
     from conftest import REPO
 
-    diff = subprocess.run(["git", "diff", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    diff = subprocess.run(["git", "diff", "HEAD", "--", "ppolab"], cwd=REPO, capture_output=True, text=True).stdout
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     info = json.loads((trained_run / "run.json").read_text())
     assert info["git_commit"] == head and info["git_dirty"] == bool(diff)
-    if diff:  # a dirty tree (a developer's): its diff, to the byte, beside run.json
+    if diff:  # a dirty source tree (a developer's): its diff, to the byte, beside run.json
         assert (trained_run / "git.diff").read_text() == diff
     else:  # a clean checkout (CI): no git.diff at all
         assert not (trained_run / "git.diff").exists()
@@ -180,3 +180,28 @@ def test_tensorboard_holds_the_hyperparameters_and_the_config_text(trained_run):
     assert {m.name.tag for m in experiment.experiment.metric_infos} == {"eval/reward", "charts/mean_eprew"}
     text = acc.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
     assert "|seed|3|" in text and "|env|cartpole|" in text
+
+
+def test_ctrl_c_before_the_first_iteration_removes_the_empty_run_folder(tmp_path):
+    """Nothing to resume, so nothing left behind: no folder that --resume would refuse."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    argv = ["train", "--env", "h1", "--num-procs", "4", "--max-traj-len", "400", "--logdir", str(tmp_path)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", *argv, "--no-lock"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "RAY_ADDRESS": ""},
+    )  # fmt: skip
+    for line in proc.stdout:
+        if line.startswith("Warming up observation normalization"):  # the folder exists; no iteration yet
+            assert len(list(tmp_path.iterdir())) == 1
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stdout.read()
+    assert proc.wait(60) == 130
+    assert "No iteration had completed: removed the run folder" in rest and "--resume" not in rest
+    assert list(tmp_path.iterdir()) == []

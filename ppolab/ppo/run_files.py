@@ -114,7 +114,8 @@ def write_run_files(run_dir: Path, cfg: TrainConfig, system: dict[str, Any]) -> 
     atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.model_dump(), sort_keys=False))
     atomic_write_text(run_dir / "command.txt", reproduce_command(cfg) + "\n")
     commit = _git("rev-parse", "HEAD")
-    diff = _git("diff", "HEAD")
+    # the code that ran: ppolab's own source folder, not data a checkout also tracks (a run's files, say)
+    diff = _git("diff", "HEAD", "--", str(Path(__file__).resolve().parents[1]))
     meta = {
         "system": system,
         "git_commit": commit.strip() if commit else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import shutil
 import signal
 import sys
 import time
@@ -29,7 +30,7 @@ from ppolab.ppo.policy import (
     sampling_params,
 )
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
-from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
+from ppolab.ppo.run_files import MARKER, MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.sampling import make_sampler
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
@@ -175,6 +176,7 @@ class Session:
     total_steps: int = 0
     prior_time: float = 0.0
     best: tuple[float, int] | None = None
+    fresh: bool = True  # a new run folder, not a resumed one
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -282,7 +284,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
     return Session(
         cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
-        metrics, eval_env, start_itr, total_steps, prior_time, best,
+        metrics, eval_env, start_itr, total_steps, prior_time, best, fresh=resume_dir is None,
     )  # fmt: skip
 
 
@@ -392,9 +394,13 @@ def save_last(s: Session, itr: int) -> None:
 
 
 def close(s: Session, itr: int, interrupted: bool) -> None:
-    """Stop the sampler and write the summary line, which stays the log's last (parsers read it there)."""
+    """Stop the sampler and write the summary line, which stays the log's last (parsers read it there).
+
+    A new run stopped before its first iteration completed holds nothing to resume: its folder goes.
+    """
     s.sampler.close()
-    if interrupted:
+    empty = interrupted and s.fresh and not (s.run_dir / "last.pt").exists()
+    if interrupted and not empty:
         s.console.line(f"Continue it with: ppolab train --resume {s.run_dir}")
     s.console.final(interrupted, itr, s.elapsed, s.total_steps, s.best)
     for closer in (s.metrics.close, s.log_file.close):
@@ -402,3 +408,6 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
             closer()
         except OSError:  # a full disk: what could be written is; the checkpoint is the last good one
             pass
+    if empty and (s.run_dir / MARKER).is_file():
+        shutil.rmtree(s.run_dir, ignore_errors=True)
+        print(f"No iteration had completed: removed the run folder {s.run_dir}", file=s.console.out)
