@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from conftest import REPO, TINY, run_ppolab
 
@@ -133,3 +136,19 @@ def test_a_wandb_agent_command_line_drives_train(tmp_path):
     assert typo.stderr.strip() == (
         "ppolab train: error: unknown argument --entropy-coef; did you mean --entropy-coeff? (see ppolab train --help)"
     )
+
+
+def test_the_command_line_a_wandb_sweep_agent_builds_trains_with_those_values(tmp_path):
+    """`wandb agent` runs `${interpreter} ${program} ${args}`: every parameter as --key=value, booleans as True/False,
+    keys as the sweep config spells them (LearningHumanoidWalking's underscores here)."""
+    import yaml
+
+    args = {"env": "cartpole", "learn_std": True, "lr": 0.0003, "n_itr": 2, "num_procs": 2, "max_traj_len": 50,
+            "minibatch_size": 32, "eval_freq": 1, "logdir": str(tmp_path), "run_name": "agent"}  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "run_experiment.py", "train", *(f"--{k}={v}" for k, v in args.items()), "--no-lock"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    cfg = yaml.safe_load((tmp_path / "agent" / "config.yaml").read_text())
+    assert cfg["learn_std"] is True and cfg["lr"] == 0.0003 and cfg["n_itr"] == 2 and cfg["max_traj_len"] == 50

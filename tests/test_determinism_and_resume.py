@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import REPO, TINY, only_run_dir, read_metrics, run_ppolab, without_timings
 
 
@@ -72,13 +73,19 @@ def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_pat
     assert without_timings(read_metrics(run_dir)) == without_timings(read_metrics(full))
 
 
-def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell's background job or nohup hands down
+
+
+@pytest.mark.parametrize("inherited", [None, _ignore_sigint], ids=["foreground", "background-job"])
+def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path, inherited):
     proc = subprocess.Popen(
         [sys.executable, "-m", "ppolab", "train", *TINY, "--seed", "1", "--n-itr", "1000", "--logdir", str(tmp_path)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=inherited,
     )
     deadline = time.time() + 120
     while time.time() < deadline and not list(tmp_path.glob("*/last.pt")):
@@ -89,4 +96,5 @@ def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path):
     assert "Traceback" not in err
     assert out.splitlines()[-1].startswith("Training interrupted at iteration ")
     run_dir = only_run_dir(tmp_path)
+    assert f"Continue it with: ppolab train --resume {run_dir}" in out
     assert (run_dir / "last.pt").exists()
