@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from conftest import AWS_ID, AWS_SECRET, REPO, WANDB_SECRET, clean_env, run_ppolab
@@ -34,7 +35,7 @@ def test_matrix_order_is_seed_major_across_envs():
         ("ppolab train --env cartpole", "--command sets --env"),
         ("ppolab train --seed=3", "--command sets --seed"),
         ("ppolab train --n-itr x", "--command: argument --n-itr"),
-        ("ppolab eval --path x", "not a train command"),
+        ("ppolab eval --path x", "--format and --write are for ppolab train commands"),
     ],
 )
 def test_matrix_refuses_a_base_command_that_sets_what_it_varies(command, needle, tmp_path):
@@ -174,3 +175,24 @@ def test_cloud_execute_needs_ready_credentials(tmp_path):
     if not _has("aws"):
         assert proc.returncode == 2 and "AWS CLI" in proc.stderr
     assert AWS_SECRET not in proc.stdout + proc.stderr
+
+
+def test_matrix_runs_any_program_with_env_and_seed_flags_appended_as_cleanrl_does(tmp_path):
+    program = tmp_path / "bench.py"
+    program.write_text(
+        "import sys, pathlib\npathlib.Path(sys.argv[-1] + sys.argv[-3]).write_text(' '.join(sys.argv[1:]))\n"
+    )
+    command = f"{sys.executable} {program}"
+    listing = run_ppolab("matrix", "--env-ids", "Hopper-v4", "Ant-v4", "--num-seeds", "2", "--command", command)
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout.splitlines()[1:] == [
+        f"{command} --env-id {env} --seed {seed}" for seed in (1, 2) for env in ("Hopper-v4", "Ant-v4")
+    ]  # seed-major, CleanRL's flag names
+    ran = run_ppolab(
+        "matrix", "--env-ids", "Hopper-v4", "--num-seeds", "2", "--command", command, "--env-flag=--task",
+        "--workers", "1", "--yes", cwd=tmp_path, env={"PPOLAB_LOCK_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Matrix finished: 2/2 commands succeeded" in ran.stdout
+    assert (tmp_path / "1Hopper-v4").read_text() == "--task Hopper-v4 --seed 1"
+    assert (tmp_path / "2Hopper-v4").exists()

@@ -13,17 +13,22 @@ from ppolab.errors import UserError
 
 RAW = argparse.RawDescriptionHelpFormatter
 
-MATRIX_HELP = """Benchmark matrix: the base train command over every env and seed, seed-major
+MATRIX_HELP = """Benchmark matrix: the base command over every env and seed, seed-major
 (all envs for seed 1, then seed 2, ...), so a matrix stopped half-way still has a
 whole first seed to compare.
 
   --workers 0 (default)  print the commands (or, with --format, the sweep or Slurm script)
-  --workers 1            write experiments/sweeps/NAME and run it with the sweep runner
-                         (plan, approval, state, resume, report)
+  --workers 1            ppolab train: write experiments/sweeps/NAME and run it with the sweep
+                         runner (plan, approval, state, resume, report); any other program: run
+                         the commands one at a time
   --write                write the sweep folder only (then: ppolab slurm DIR --submit)
 
-example:
+Any other program gets --env-id ENV --seed S appended, as CleanRL's benchmark utility
+does (--env-flag, --seed-flag: other names).
+
+examples:
   ppolab matrix --env-ids cartpole --num-seeds 3 --command "ppolab train --n-itr 500"
+  ppolab matrix --env-ids Hopper-v4 --command "python cleanrl/ppo_continuous_action.py" --workers 1
 """
 
 SLURM_HELP = """Run a sweep as a Slurm job array, one task per run (runs already done are left
@@ -95,6 +100,8 @@ def _add_matrix_slurm(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env-ids", nargs="+", required=True, metavar="ENV", help="envs to run")
     p.add_argument("--num-seeds", type=int, default=3, metavar="N", help="seeds per env (default: 3)")
     p.add_argument("--start-seed", type=int, default=1, metavar="N", help="first seed (default: 1)")
+    p.add_argument("--env-flag", default="--env-id", help="another program's env flag (default: --env-id)")
+    p.add_argument("--seed-flag", default="--seed", help="another program's seed flag (default: --seed)")
     p.add_argument(
         "--command",
         default="ppolab train",
@@ -210,9 +217,9 @@ def run_matrix(ns: argparse.Namespace) -> int:
     from ppolab.ops.matrix import Matrix
 
     unknown = [e for e in ns.env_ids if e not in ENVS]
-    if unknown:
+    if unknown and "train" in ns.command.split():
         raise UserError(f"--env-ids: unknown env '{unknown[0]}'; choose from {', '.join(ENVS)}")
-    matrix = Matrix.from_command(ns.command, ns.env_ids, ns.num_seeds, ns.start_seed)
+    matrix = Matrix.from_command(ns.command, ns.env_ids, ns.num_seeds, ns.start_seed, (ns.env_flag, ns.seed_flag))
     check_workers(ns)
     res = _resources(ns)
     name = ns.name or "matrix-" + "-".join(ns.env_ids)
@@ -228,6 +235,10 @@ def run_matrix(ns: argparse.Namespace) -> int:
     if ns.workers == 0 and not ns.write and ns.format == "list":
         print(matrix.listing())
         return 0
+    if not matrix.trains:
+        if ns.format != "list" or ns.write:
+            raise UserError("--format and --write are for ppolab train commands; another program runs as it is")
+        return run_commands(matrix, ns)
     defaults = train_defaults(matrix.flags, "--command")
     for fixed in ("logdir", "run_name"):
         if fixed in defaults:
@@ -248,6 +259,36 @@ def run_matrix(ns: argparse.Namespace) -> int:
     if ns.workers == 0:
         return 0
     return launch(sweep_dir, ns)
+
+
+def run_commands(matrix, ns: argparse.Namespace) -> int:
+    """Another program's matrix: each command in turn (the machine lock held), its output shown; 0 if all succeed."""
+    import shlex
+    import subprocess
+
+    from ppolab.experiments.machine_lock import MachineLock
+
+    if ns.workers > 1:
+        raise UserError("--workers: another program's commands run one at a time here; use 1")
+    cmds = [matrix.argv(seed, env) for seed, env in matrix.cells()]
+    lock = MachineLock({"sweep": "matrix " + " ".join(matrix.base)})
+    say = lambda who: print(f"Waiting for {who} to finish: one training job at a time on this machine.")  # noqa: E731
+    if not lock.acquire(not ns.no_wait, on_wait=say):
+        raise UserError(f"the machine is busy with {lock.holder()}; wait for it, or drop --no-wait to queue")
+    failed = []
+    try:
+        for i, argv in enumerate(cmds, start=1):
+            print(f"Run {i}/{len(cmds)}: {shlex.join(argv)}", flush=True)
+            try:
+                code = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
+            except OSError as exc:
+                raise UserError(f"--command: cannot run {argv[0]} ({exc.strerror})") from None
+            print(f"Run {i}/{len(cmds)}: exit code {code}", flush=True)
+            failed += [i] if code else []
+    finally:
+        lock.release()
+    print(f"Matrix finished: {len(cmds) - len(failed)}/{len(cmds)} commands succeeded", flush=True)
+    return 1 if failed else 0
 
 
 def run_slurm(ns: argparse.Namespace) -> int:

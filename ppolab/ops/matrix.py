@@ -1,7 +1,10 @@
-"""Benchmark matrices: one base `train` command over envs × seeds, in seed-major order.
+"""Benchmark matrices: one base command over envs × seeds, in seed-major order.
 
 Seed-major (every env for seed 1, then every env for seed 2, ...) means a matrix
-stopped half-way still has a complete first seed on every env to compare.
+stopped half-way still has a complete first seed on every env to compare. A
+`ppolab train` command becomes a sweep; any other program gets the env and seed
+appended as flags (CleanRL's `--env-id`/`--seed` by default), as CleanRL's
+benchmark utility does, and runs as it is.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ from typing import Any
 
 from ppolab.errors import UserError
 
-FIXED_BY_MATRIX = ("--env", "--seed")
-
 
 @dataclass(frozen=True)
 class Matrix:
@@ -21,21 +22,33 @@ class Matrix:
     flags: list[str]  # its train flags
     env_ids: list[str]
     seeds: list[int]
+    env_flag: str = "--env"
+    seed_flag: str = "--seed"
+
+    @property
+    def trains(self) -> bool:
+        """A `ppolab train` command (run as a sweep), not another program."""
+        return self.env_flag == "--env" and "train" in self.base
 
     @classmethod
-    def from_command(cls, command: str, env_ids: list[str], num_seeds: int, start_seed: int) -> Matrix:
+    def from_command(
+        cls, command: str, env_ids: list[str], num_seeds: int, start_seed: int, flags: tuple[str, str] | None = None
+    ) -> Matrix:
+        """`flags`: the env and seed flags a program other than `ppolab train` takes (default: CleanRL's)."""
         try:
             tokens = shlex.split(command)
         except ValueError as exc:
             raise UserError(f"--command: cannot split it into words ({exc})") from None
-        if "train" not in tokens:
-            raise UserError(f"--command: '{command}' is not a train command; start it with 'ppolab train'")
-        cut = tokens.index("train") + 1
-        for token in tokens[cut:]:
+        if not tokens:
+            raise UserError("--command: give the command to run for each env and seed")
+        ppolab_train = "train" in tokens  # `ppolab train`, `python run_experiment.py train`
+        env_flag, seed_flag = ("--env", "--seed") if ppolab_train else (flags or ("--env-id", "--seed"))
+        cut = tokens.index("train") + 1 if ppolab_train else len(tokens)
+        for token in tokens[cut:] if ppolab_train else tokens:
             name = token.split("=", 1)[0]
-            if name in FIXED_BY_MATRIX:
+            if name in (env_flag, seed_flag):
                 raise UserError(
-                    f"--command sets {name}; the matrix sets --env and --seed for each run, drop it from the command"
+                    f"--command sets {name}; the matrix sets {env_flag} and {seed_flag} for each run, drop it"
                 )
         if not env_ids:
             raise UserError("--env-ids: name at least one env")
@@ -44,14 +57,17 @@ class Matrix:
         if num_seeds < 1:
             raise UserError("--num-seeds: must be at least 1")
         seeds = list(range(start_seed, start_seed + num_seeds))
-        return cls(tokens[:cut], tokens[cut:], list(env_ids), seeds)
+        return cls(tokens[:cut], tokens[cut:], list(env_ids), seeds, env_flag, seed_flag)
 
     def cells(self) -> list[tuple[int, str]]:
         """(seed, env) pairs, seed-major."""
         return [(seed, env) for seed in self.seeds for env in self.env_ids]
 
     def commands(self) -> list[str]:
-        return [shlex.join([*self.base, *self.flags, "--env", env, "--seed", str(seed)]) for seed, env in self.cells()]
+        return [shlex.join(self.argv(seed, env)) for seed, env in self.cells()]
+
+    def argv(self, seed: int, env: str) -> list[str]:
+        return [*self.base, *self.flags, self.env_flag, env, self.seed_flag, str(seed)]
 
     def listing(self) -> str:
         cmds = self.commands()
