@@ -100,7 +100,8 @@ def test_an_unreadable_config_is_named(tmp_path):
     d = sweep(tmp_path)
     (d / "runs" / "fast-s2" / "config.yaml").write_bytes(b"lr: [unclosed\n")
     proc = run_ppolab("compare", str(d))
-    assert proc.returncode == 2 and "fast-s2/config.yaml: unreadable" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "fast-s2/config.yaml is not readable YAML" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_files_honour_the_umask(tmp_path):

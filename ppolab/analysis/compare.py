@@ -109,7 +109,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
         if not (path / "config.yaml").exists() and states is not None:  # a sweep's run not begun (or lost)
             runs.append(Run(name, path, None, None, "not started" if state in (None, "pending") else state))
             continue
-        cfg = read_config(path, "compare")
+        cfg = read_config(path)
         summary = (
             summarize(load_run(path)) if (path / "metrics.jsonl").exists() or (path / "train.log").exists() else None
         )

@@ -141,19 +141,20 @@ def record_resume(run_dir: Path, iteration: int) -> None:
     atomic_write_text(path, json.dumps(meta, indent=2) + "\n")
 
 
-def read_config(run_dir: Path, who: str) -> dict:
+def read_config(run_dir: Path, who: str = "") -> dict:
     """A run folder's config.yaml as a mapping; `who` (e.g. "--resume") starts any error line."""
     path = run_dir / "config.yaml"
+    who = f"{who}: " if who else ""
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise UserError(f"{who}: {path} is missing; is {run_dir} a ppolab run folder?") from None
+        raise UserError(f"{who}{path} is missing; is {run_dir} a ppolab run folder?") from None
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(
-            f"{who}: {path} is not readable YAML ({exc.__class__.__name__}); restore it from command.txt"
+            f"{who}{path} is not readable YAML ({exc.__class__.__name__}); restore it from command.txt"
         ) from None
     if not isinstance(data, dict):
-        raise UserError(f"{who}: {path} is not a mapping of train settings; restore it from command.txt")
+        raise UserError(f"{who}{path} is not a mapping of train settings; restore it from command.txt")
     return data
 
 
