@@ -73,10 +73,13 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
 
 def test_status_and_list(tmp_path, lock_dir):
     d = make_sweep(tmp_path)
+    before = run(str(d), "--status").stdout
+    assert "Sweep: 0/2 runs done, 6 iterations left, ETA unknown until a run starts" in before
     assert run(str(d), "--yes").returncode == 0
     status = run(str(d), "--status").stdout
     rows = [line for line in status.splitlines() if line.startswith("| ") and "Name" not in line]
     assert len(rows) == 2 and all("| done" in r and "3/3" in r for r in rows)
+    assert status.splitlines()[-1] == "Sweep: 2/2 runs done, 0 iterations left, ETA -"
     listing = run("--list", "--root", str(d.parent)).stdout
     assert "| tiny " in listing and "2/2" in listing
 
@@ -205,3 +208,15 @@ def test_a_run_that_fails_uses_a_retry(tmp_path, lock_dir):
     assert "Starting Run 2/2: clip03-s1" in retry.stdout and state_of(d)["clip03-s1"]["failures"] == 2
     again = run(str(d), "--yes", "--max-retries", "1")
     assert "Skipping Run 2/2: clip03-s1 (failed 2 times; raise --max-retries to try again)" in again.stdout
+
+
+def test_the_sweep_eta_is_the_iterations_left_at_the_pace_measured_so_far():
+    from ppolab.experiments.display import sweep_line
+
+    rows = [
+        {"state": "done", "iteration": 30, "n_itr": 30, "s_per_iteration": 2.0},
+        {"state": "running", "iteration": 10, "n_itr": 30, "s_per_iteration": 2.0},
+        {"state": "pending", "iteration": 0, "n_itr": 30, "s_per_iteration": None},
+        {"state": "failed", "iteration": 4, "n_itr": 30, "s_per_iteration": 2.0},  # not run again by itself
+    ]
+    assert sweep_line(rows) == "Sweep: 1/4 runs done, 50 iterations left, ETA 0:01:40"

@@ -80,6 +80,7 @@ def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr:
         "state": run_state, "reason": entry.get("reason") if run_state != "done" else None, "iteration": done_itr,
         "elapsed_s": ((ended or now) - started).total_seconds() if started else None, "eta_s": eta,
         "latest_reward": latest, "attempts": entry.get("attempts", 0), "ray_worker": entry.get("ray_worker"),
+        "s_per_iteration": iters[-1]["total_time"] / done_itr if done_itr else None,
     }  # fmt: skip
 
 
@@ -94,7 +95,17 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
         cells.append([str(r["run"]), r["name"], label, f"{r['iteration']}/{r['n_itr']}", _duration(r["elapsed_s"]),
                       _duration(r["eta_s"]), latest, *extra])  # fmt: skip
     header = ["Run", "Name", "State", "Iteration", "Elapsed", "ETA", "Latest Reward"]
-    return table(header + (["Slurm"] if slurm else []) + (["Ray worker"] if ray else []), cells)
+    head = table(header + (["Slurm"] if slurm else []) + (["Ray worker"] if ray else []), cells)
+    return head + "\n" + sweep_line(rows)
+
+
+def sweep_line(rows: list[dict]) -> str:
+    """Runs done of planned, and the sweep's ETA: the iterations left at the pace measured so far."""
+    done = sum(r["state"] == "done" for r in rows)
+    paces = [r["s_per_iteration"] for r in rows if r.get("s_per_iteration")]
+    left = sum(r["n_itr"] - r["iteration"] for r in rows if r["state"] not in ("done", "failed"))
+    eta = "-" if not left else _duration(left * sum(paces) / len(paces)) if paces else "unknown until a run starts"
+    return f"Sweep: {done}/{len(rows)} runs done, {left:,} iterations left, ETA {eta}"
 
 
 def _duration(seconds: float | None) -> str:
