@@ -81,7 +81,9 @@ def test_status_and_list(tmp_path, lock_dir):
     assert len(rows) == 2 and all("| done" in r and "3/3" in r for r in rows)
     assert status.splitlines()[-1] == "Sweep: 2/2 runs done, 0 iterations left, ETA -"
     listing = run("--list", "--root", str(d.parent)).stdout
-    assert "| tiny " in listing and "2/2" in listing
+    verdict = re.search(r"\*\*Verdict: (\w+)", (d / "results.md").read_text()).group(1)
+    row = next(line for line in listing.splitlines() if line.startswith("| tiny "))
+    assert "2/2" in row and f"| {verdict} " in row  # the report's verdict, where the sweeps are listed
 
 
 def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp_path, lock_dir):

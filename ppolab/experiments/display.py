@@ -7,6 +7,7 @@ Each is computed as plain data first (`*_data`), which `--json` prints as it is
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 from ppolab.analysis.parse import read_jsonl
@@ -135,8 +136,18 @@ def list_data(root: Path) -> list[dict]:
         running = bool(state) and any(state.effective_state(n) == "running" for n in state.runs)
         rows.append({"sweep": sweep_dir.name, "path": str(sweep_dir), "done": done, "total": total,
                      "valid": total is not None, "running": running, "state_error": damaged,
-                     "last_activity": state.data.get("updated") if state else None})  # fmt: skip
+                     "last_activity": state.data.get("updated") if state else None,
+                     "verdict": _verdict(sweep_dir)})  # fmt: skip
     return rows
+
+
+def _verdict(sweep_dir: Path) -> str | None:
+    """The verdict of the sweep's last report (results.md), if it has one."""
+    try:
+        found = re.search(r"\*\*Verdict: ([^.*]+)\.?\*\*", (sweep_dir / "results.md").read_text(errors="replace"))
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 def sweep_list(root: Path) -> str:
@@ -145,7 +156,7 @@ def sweep_list(root: Path) -> str:
         return f"No sweeps under {root} (each is a folder with a {SWEEP_FILE}; state in {STATE_FILE})."
     cells = [
         [r["sweep"], f"{r['done']}/{r['total'] if r['valid'] else 'invalid'}", "running" if r["running"] else "",
-         "state.json damaged" if r["state_error"] else r["last_activity"] or "never launched"]
+         r["verdict"] or "-", "state.json damaged" if r["state_error"] else r["last_activity"] or "never launched"]
         for r in rows
     ]  # fmt: skip
-    return table(["Sweep", "Done", "Now", "Last Activity"], cells)
+    return table(["Sweep", "Done", "Now", "Verdict", "Last Activity"], cells)
