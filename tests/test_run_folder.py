@@ -154,10 +154,14 @@ def test_git_diff_records_exactly_the_uncommitted_change_of_the_code_that_ran(tr
 
     from conftest import REPO
 
-    diff = subprocess.run(["git", "diff", "HEAD", "--", "ppolab"], cwd=REPO, capture_output=True, text=True).stdout
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+
     info = json.loads((trained_run / "run.json").read_text())
-    assert info["git_commit"] == head and info["git_dirty"] == bool(diff)
+    # the commit checked out when the run started (a commit made since, of other files, leaves it an ancestor)
+    assert git("merge-base", "--is-ancestor", info["git_commit"], "HEAD").returncode == 0
+    diff = git("diff", info["git_commit"], "--", "ppolab").stdout
+    assert info["git_dirty"] == bool(diff)
     if diff:  # a dirty source tree (a developer's): its diff, to the byte, beside run.json
         assert (trained_run / "git.diff").read_text() == diff
     else:  # a clean checkout (CI): no git.diff at all
