@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--n-itr", type=int, help="iterations in all (default: the preset's); a resumed run goes on to it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--logdir", default="benchmarks/runs")
+    ap.add_argument("--run-name", help="the run folder's name (default: ENV-learning-sSEED)")
+    ap.add_argument("--continued", metavar="PATH", help="a new run starts from this run's or actor's weights")
     ap.add_argument(
         "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
     )
@@ -51,7 +53,7 @@ def main() -> None:
     if args.check:
         print(json.dumps(checks(args.env, Path(args.check)), indent=2))
         return
-    run_name = f"{args.env}-learning-s{args.seed}"
+    run_name = args.run_name or f"{args.env}-learning-s{args.seed}"
     run_dir = Path(args.logdir) / run_name
     if args.ship is not None:
         print(ship(args.env, run_dir, args.ship))
@@ -64,6 +66,7 @@ def main() -> None:
     n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
     cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
     cmd += ["--logdir", args.logdir, "--run-name", run_name]
+    cmd += ["--continued", args.continued] if args.continued else []
     if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
         cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
     code = subprocess.run(cmd, env={**os.environ, "RAY_ADDRESS": ""}).returncode  # its console shows the progress

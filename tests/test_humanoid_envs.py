@@ -97,7 +97,7 @@ def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
     from ppolab.envs.jvrc import STANDING, WalkConfig
 
     env = make_env("jvrc_walk", 4, {"stand_switch_prob": 1.0, "walk_switch_prob": 1.0})
-    assert isinstance(env.cfg, WalkConfig) and env.period == 88  # LHW: 2 x (0.75 + 0.35) s at 40 Hz
+    assert isinstance(env.cfg, WalkConfig) and env.period == 44  # 2 x (0.4 + 0.15) s at 40 Hz (LHW: 2.2 s)
     rng = np.random.default_rng(3)
     for i in range(4):
         env.reset_one(i, rng)

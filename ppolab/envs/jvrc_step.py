@@ -3,7 +3,7 @@
 The task is LearningHumanoidWalking's stepping task. Each episode draws a plan in
 the frame the robot starts in: forward (0.3 m steps), backward (0.1 m), lateral
 (0.4 m out, two thirds of it back), curved, or standing (one target between the
-feet), at 0.3 / 0.2 / 0.3 / 0.15 / 0.05. The gait clock is jvrc_walk's (2.2 s cycle).
+feet), at 0.3 / 0.2 / 0.3 / 0.15 / 0.05. The gait clock is LHW's (2.2 s cycle).
 A target counts as reached while a foot is within `target_radius` (0.2 m) of it;
 after `swing_duration` of frames there (30), the next target follows. The step
 reward is dense: 0.8 exp(-d / 0.25) while a foot is within the radius (d: the
