@@ -34,8 +34,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_itr": 500,
         "eval_freq": 20,
     },
-    "h1": {"hidden_sizes": [256, 256], "lr": 3e-4, "minibatch_size": 256, "max_traj_len": 400, "n_itr": 300,
-           "eval_freq": 25},  # fmt: skip
+    "h1": {
+        "hidden_sizes": [256, 256],
+        "lr": 3e-4,
+        "minibatch_size": 256,
+        "max_traj_len": 400,
+        "n_itr": 300,
+        "eval_freq": 25,
+    },
     "jvrc_walk": {**HUMANOID_LHW, "n_itr": 8400},  # 8,400 x 4,800 steps: about 40 M env steps
     "jvrc_step": {**HUMANOID_LHW, "n_itr": 8400},
 }
