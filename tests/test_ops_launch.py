@@ -86,7 +86,7 @@ def test_parallel_workers_run_jobs_side_by_side_when_allowed(tmp_path):
     command = BASE.replace("--n-itr 2", "--n-itr 40")
     proc = run_ppolab(
         "matrix", "--env-ids", "cartpole", "--num-seeds", "2", "--command", command, "--workers", "2",
-        "--allow-parallel", "--yes", "--root", str(tmp_path / "sweeps"), "--name", "par", base_env=env,
+        "--allow-parallel", "--yes", "--verbose", "--root", str(tmp_path / "sweeps"), "--name", "par", base_env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = json.loads((tmp_path / "sweeps" / "par" / "state.json").read_text())["runs"]

@@ -50,6 +50,7 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     status_line = next(line for line in out.splitlines() if line.startswith("Run 1/2 control-s1: done in "))
     assert "final reward " in status_line and "peak eval " in status_line
     assert "Sweep finished: 2/2 runs done" in out
+    assert "Total time elapsed" not in out  # training output goes to logs/<run>.log (--verbose streams it)
     states = state_of(d)
     found = states["control-s1"]["summary"]["anomalies"]  # the line says what the run's summary found
     assert status_line.endswith("stable") if not found else all(a["rule"] in status_line for a in found)

@@ -16,6 +16,9 @@ def add_launch_flags(p: argparse.ArgumentParser, workers: int = 1) -> None:
     p.add_argument("--detach", action="store_true", help="run in the background; follow with ppolab sweep --status")
     p.add_argument("--no-wait", action="store_true", help="refuse instead of queueing when another job runs")
     p.add_argument(
+        "--verbose", action="store_true", help="stream every run's training output (always in SWEEP_DIR/logs/RUN.log)"
+    )
+    p.add_argument(
         "--max-retries",
         type=int,
         default=2,
@@ -73,6 +76,8 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     """
     from ppolab.experiments import display, plan
     from ppolab.experiments.executors.local import run_sweep
+    from ppolab.experiments.live import RUNNER_PID_FILE
+    from ppolab.util.files import atomic_write_text
 
     spec, planned = prepared or plan.load_plan(sweep_dir)
     if ns.max_retries < 0:
@@ -115,8 +120,9 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+        atomic_write_text(sweep_dir / RUNNER_PID_FILE, f"{proc.pid}\n")  # --watch follows it before state.json exists
         print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
-        print(f"Follow it: ppolab sweep {sweep_dir} --status   (log: {sweep_dir / 'sweep.log'})")
+        print(f"Follow it: ppolab sweep {sweep_dir} --watch   (or --status; log: {sweep_dir / 'sweep.log'})")
         return 0
     if executor == "ray":
         from ppolab.experiments.executors.ray import run_sweep_on_ray
@@ -129,4 +135,5 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
         wait_for_lock=not ns.no_wait,
         max_retries=ns.max_retries,
         parallel=workers,
+        verbose=ns.verbose,
     )

@@ -80,7 +80,12 @@ examples:
   ppolab sweep experiments/sweeps/example --dry-run
   ppolab sweep experiments/sweeps/example --yes
   ppolab sweep example --status          # a name is looked up under experiments/sweeps
+  ppolab sweep example --watch           # the live view of a detached sweep, until it ends
   ppolab sweep --list
+
+While it runs, the terminal shows a live view: each run's iteration, reward, steps/s
+and ETA, the sweep's done/total and ETA, and the last anomaly. Training output goes
+to SWEEP_DIR/logs/<run>.log (--verbose streams it too).
 """
 
 
@@ -97,6 +102,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--dry-run", action="store_true", help="validate and print the plan; change nothing")
     mode.add_argument("--status", action="store_true", help="one row per run: state, iteration, elapsed, ETA")
     mode.add_argument("--list", action="store_true", help="every sweep under --root with done/total")
+    mode.add_argument(
+        "--watch", action="store_true", help="the live view of a running sweep until it ends (Ctrl-C: stop watching)"
+    )
     p.add_argument("--json", action="store_true", help="with --info, --dry-run, --status or --list: print JSON")
     add_launch_flags(p)
 
@@ -317,6 +325,10 @@ def run_sweep_cmd(ns: argparse.Namespace) -> int:
             print(display.sweep_list(Path(ns.root)))
         return 0
     sweep_dir = _find_sweep(ns)
+    if ns.watch:
+        from ppolab.experiments.live import watch
+
+        return watch(sweep_dir, plan.load_plan(sweep_dir)[1])
     if ns.info or ns.status or (ns.dry_run and ns.json):
         spec, planned = plan.load_plan(sweep_dir)
         if not ns.json:

@@ -43,14 +43,15 @@ def _parse_time(stamp: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(stamp) if stamp else None
 
 
-def status_data(sweep_dir: Path, planned: list[PlannedRun]) -> list[dict]:
-    """One record per planned run: state, iterations done of planned, elapsed and ETA (s), latest reward."""
+def status_data(sweep_dir: Path, planned: list[PlannedRun], ask_slurm: bool = True) -> list[dict]:
+    """One record per planned run: state, iterations done of planned, elapsed and ETA (s), latest reward;
+    for a sweep submitted to Slurm (and `ask_slurm`), each array task's Slurm state."""
     state = SweepState.read(sweep_dir)
     now = dt.datetime.now().astimezone()
-    slurm_job = (state.data.get("slurm") or {}).get("job_id") if state else None
+    slurm_job = (state.data.get("slurm") or {}).get("job_id") if state and ask_slurm else None
     slurm_states: dict[int, str] = {}
     if slurm_job:
-        from ppolab.experiments.executors.slurm import task_states
+        from ppolab.experiments.slurm_queue import task_states
 
         slurm_states = task_states(slurm_job)
     rows = []
@@ -93,8 +94,8 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
         label = r["state"] + (f" ({r['reason']})" if r["reason"] else "")
         latest = f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-"
         extra = ([r.get("slurm_task", "-")] if slurm else []) + ([r.get("ray_worker") or "-"] if ray else [])
-        cells.append([str(r["run"]), r["name"], label, f"{r['iteration']}/{r['n_itr']}", _duration(r["elapsed_s"]),
-                      _duration(r["eta_s"]), latest, *extra])  # fmt: skip
+        cells.append([str(r["run"]), r["name"], label, f"{r['iteration']}/{r['n_itr']}", duration(r["elapsed_s"]),
+                      duration(r["eta_s"]), latest, *extra])  # fmt: skip
     header = ["Run", "Name", "State", "Iteration", "Elapsed", "ETA", "Latest Reward"]
     head = table(header + (["Slurm"] if slurm else []) + (["Ray worker"] if ray else []), cells)
     return head + "\n" + sweep_line(rows)
@@ -105,11 +106,11 @@ def sweep_line(rows: list[dict]) -> str:
     done = sum(r["state"] == "done" for r in rows)
     paces = [r["s_per_iteration"] for r in rows if r.get("s_per_iteration")]
     left = sum(r["n_itr"] - r["iteration"] for r in rows if r["state"] not in ("done", "failed"))
-    eta = "-" if not left else _duration(left * sum(paces) / len(paces)) if paces else "unknown until a run starts"
+    eta = "-" if not left else duration(left * sum(paces) / len(paces)) if paces else "unknown until a run starts"
     return f"Sweep: {done}/{len(rows)} runs done, {left:,} iterations left, ETA {eta}"
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return str(dt.timedelta(seconds=int(round(seconds))))

@@ -65,7 +65,7 @@ def _die_with_parent() -> None:
 
 
 class Job:
-    """One training in a child process; its output copied line by line to the terminal and a log file.
+    """One training in a child process; its output copied line by line to a log file and to `out`, if given.
 
     Forked, not exec'd: the runner has imported torch and the trainer once, so a
     run starts in milliseconds instead of re-importing them (seconds) each time.
@@ -74,7 +74,7 @@ class Job:
     """
 
     def __init__(
-        self, call: TrainCall, log_path: Path, out: TextIO, prefix: str = "", fresh_process: bool = False
+        self, call: TrainCall, log_path: Path, out: TextIO | None, prefix: str = "", fresh_process: bool = False
     ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log = open(log_path, "a")
@@ -82,7 +82,8 @@ class Job:
         self.prefix = prefix
         self.returncode: int | None = None
         for stream in (sys.stdout, sys.stderr, out):
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         if fresh_process:  # exec a new interpreter: forking a threaded process (a Ray worker) is unsafe
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ppolab", *call.argv[1:]],
@@ -137,6 +138,8 @@ class Job:
         for line in self.pipe:
             self.log.write(line)
             self.log.flush()
+            if self.out is None:  # the log file only
+                continue
             try:
                 self.out.write(self.prefix + line)
                 self.out.flush()

@@ -4,10 +4,11 @@ Launching again resumes: done runs are never run again; interrupted or failed
 runs run again from their last checkpoint (`ppolab train --resume`), up to
 `max_retries` more attempts after failures of the run itself (a non-zero exit, a
 timeout); a run interrupted because the runner died or was stopped resumes on
-relaunch without using up a retry. Each job runs as its own `ppolab train` process
-under the machine lock; its output goes to the terminal and to
-`logs/<run>.log` in the sweep folder. If the runner dies, its job gets SIGTERM
-(Linux parent-death signal) and stops cleanly at the end of an iteration.
+relaunch without using up a retry. Each job runs as its own training process
+under the machine lock; its output goes to `logs/<run>.log` in the sweep folder
+(and to the terminal with `verbose`), while the terminal shows the live view
+(experiments/live.py). If the runner dies, its job gets SIGTERM (Linux
+parent-death signal) and stops cleanly at the end of an iteration.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import TextIO
 
 from ppolab.analysis.anomalies import describe
 from ppolab.errors import NO_SPACE_EXIT, UserError
+from ppolab.experiments.display import duration
 from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry, summary_of
+from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, now
@@ -37,6 +40,7 @@ def run_sweep(
     wait_for_lock: bool = True,
     max_retries: int = 2,
     parallel: int = 1,
+    verbose: bool = False,
     out: TextIO = sys.stdout,
 ) -> int:
     """Run every job that is not done yet. Returns 0 if all are done, 1 if some failed, 130 if stopped.
@@ -55,7 +59,11 @@ def run_sweep(
             if name in {p.name for p in planned} and state.effective_state(name) != state.runs[name]["state"]:
                 state.runs[name]["state"] = "interrupted"
         state.save()
-        return _Scheduler(sweep_dir, planned, state, max_retries, max(1, parallel), out).run()
+        view = SweepView(sweep_dir, planned, out)
+        try:
+            return _Scheduler(sweep_dir, planned, state, max_retries, max(1, parallel), view, verbose, out).run()
+        finally:
+            view.close()
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.release()
@@ -78,15 +86,18 @@ class _Scheduler:
         state: SweepState,
         max_retries: int,
         parallel: int,
+        view: SweepView,
+        verbose: bool,
         out: TextIO,
     ) -> None:
         self.sweep_dir, self.planned, self.state = sweep_dir, planned, state
-        self.max_retries, self.parallel, self.out = max_retries, parallel, out
+        self.max_retries, self.parallel, self.view = max_retries, parallel, view
+        self.out = out if verbose else None  # where the jobs' own output goes besides their log files
         self.total = len(planned)
         self.active: list[_Active] = []
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        self.view.say(text)
 
     def run(self) -> int:
         queue = [(i, run) for i, run in enumerate(self.planned, start=1) if self._should_run(i, run)]
@@ -102,6 +113,7 @@ class _Scheduler:
                     elif act.deadline is not None and time.monotonic() > act.deadline:
                         act.job.stop()
                         self._finish(act, f"timeout after {act.run.timeout:.0f}s")
+                self.view.tick()
                 time.sleep(0.05)
         except KeyboardInterrupt:
             during = ", ".join(f"Run {a.index}/{self.total}: {a.run.name}" for a in self.active)
@@ -198,15 +210,10 @@ class _Scheduler:
         return 1 if failed else 0
 
 
-def _fmt_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 def _status_line(
     i: int, total: int, name: str, final: str, seconds: float, reason: str | None, summary: dict | None
 ) -> str:
-    head = f"Run {i}/{total} {name}: {final} in {_fmt_duration(seconds)}"
+    head = f"Run {i}/{total} {name}: {final} in {duration(seconds)}"
     if reason:
         head += f" ({reason})"
     if not summary:

@@ -369,7 +369,7 @@ def _train(
         call, resumed = prepare_run_dir(run_dir, call)
         log = run_dir.parent / f"{run_dir.name}.log"
         s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
-        job = Job(call, log, open(os.devnull, "w"))
+        job = Job(call, log, None)
         score = RunningScore(s.metric, run_dir / "metrics.jsonl")
         reported = -1
         last_beat = 0.0
