@@ -24,7 +24,7 @@ def test_matrix_lists_every_env_for_one_seed_before_the_next_seed():
 def test_matrix_order_is_seed_major_across_envs():
     from ppolab.ops.matrix import Matrix
 
-    m = Matrix.from_command("ppolab train --n-itr 500", ["cartpole", "h1"], 2, 1)
+    m = Matrix.from_command("ppolab train --n-itr 500", ["cartpole", "h1"], [1, 2])
     assert m.cells() == [(1, "cartpole"), (1, "h1"), (2, "cartpole"), (2, "h1")]
     assert m.commands()[1] == "ppolab train --n-itr 500 --env h1 --seed 1"
 

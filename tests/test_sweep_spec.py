@@ -65,6 +65,38 @@ def test_seeds_and_grids_expand_to_named_runs(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("given", ["[1, 2, 3]", "3", '"1-3"', '"1,2,3"'])
+def test_sweep_file_seeds_take_the_command_line_forms(tmp_path, given):
+    d = write(tmp_path, GOOD.replace("runs:\n", f"seeds: {given}\nruns:\n"))
+    assert [p.name for p in expand(load_sweep(d), d)][:3] == ["control-s1", "control-s2", "control-s3"]
+
+
+def test_seed_specs_parse_the_same_everywhere():
+    from ppolab.util.seeds import parse_seeds
+
+    assert parse_seeds("3") == [1, 2, 3] and parse_seeds("4-6") == [4, 5, 6] and parse_seeds("0,9") == [0, 9]
+    bad_specs = [("0", "count"), ("5-4", "ends before"), ("1,1", "twice"), ("x", "whole number"), ("²", "whole number"),
+                 ("4294967296", "over"), ("9" * 5000, "over"), ("0-20000", "more than")]  # fmt: skip
+    for bad, why in bad_specs:
+        with pytest.raises(ValueError, match=why):
+            parse_seeds(bad)
+
+
+def test_every_command_takes_seeds_the_same_way(tmp_path):
+    matrix = run_ppolab("matrix", "--env-ids", "cartpole", "--seeds", "4-5")
+    assert matrix.returncode == 0 and matrix.stdout.splitlines()[1:] == [
+        "ppolab train --env cartpole --seed 4", "ppolab train --env cartpole --seed 5"
+    ]  # fmt: skip
+    cleanrl = run_ppolab("matrix", "--env-ids", "cartpole", "--num-seeds", "2", "--start-seed", "4")
+    assert cleanrl.stdout == matrix.stdout  # CleanRL's words for the same seeds
+    exp = run_ppolab("experiment", "e", "--env", "cartpole", "--vary", "gamma=0.9", "--seeds", "4-5", "--dry-run",
+                     "--root", str(tmp_path))  # fmt: skip
+    assert exp.returncode == 0 and "e-gamma09-s4" in exp.stdout and "e-gamma09-s5" in exp.stdout
+    bad = run_ppolab("tune", "--env", "cartpole", "--study", "s", "--seeds", "2-1", "--space", "x.yaml")
+    assert bad.returncode == 2 and "--seeds: range '2-1' ends before it starts" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
 ERRORS = {
     "yaml syntax": (GOOD.replace('  name: "gamma-ablation"', '  name: "gamma-ablation'), ":3: YAML syntax error"),
     "unknown key with the closest": (

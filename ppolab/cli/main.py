@@ -17,6 +17,7 @@ from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
 from ppolab.ppo.config import TrainConfig, flag
+from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
 command line, metrics.jsonl, TensorBoard events, train.log and checkpoints.
@@ -133,7 +134,9 @@ def _add_experiment(sub: argparse._SubParsersAction) -> None:
         metavar="FLAG=V1,V2",
         help="values to try for a train flag; repeat for a grid over several flags",
     )
-    p.add_argument("--seeds", type=int, metavar="N", help="run every configuration with seeds 1..N")
+    p.add_argument(
+        "--seeds", type=seeds_arg, metavar="SEEDS", help=f"run every configuration once per seed: {SEEDS_HELP}"
+    )
     p.add_argument(
         "--control",
         action="append",
@@ -347,8 +350,6 @@ def run_sweep_cmd(ns: argparse.Namespace) -> int:
 def run_experiment_cmd(ns: argparse.Namespace) -> int:
     from ppolab.experiments.quick import control_first, experiment_doc, parse_vary, preview, write_sweep
 
-    if ns.seeds is not None and ns.seeds < 1:
-        raise UserError("--seeds: must be at least 1")
     defaults = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
     if "env" not in defaults:
         raise UserError("--env is required")

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.util.seeds import SEEDS_HELP, parse_seeds, seeds_arg
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -27,7 +28,7 @@ Any other program gets --env-id ENV --seed S appended, as CleanRL's benchmark ut
 does (--env-flag, --seed-flag: other names).
 
 examples:
-  ppolab matrix --env-ids cartpole --num-seeds 3 --command "ppolab train --n-itr 500"
+  ppolab matrix --env-ids cartpole --seeds 3 --command "ppolab train --n-itr 500"
   ppolab matrix --env-ids Hopper-v4 --command "python cleanrl/ppo_continuous_action.py" --workers 1
 """
 
@@ -98,8 +99,10 @@ def _add_matrix_slurm(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("matrix", help="envs x seeds benchmark commands", description=MATRIX_HELP, formatter_class=RAW)
     p.add_argument("--env-ids", nargs="+", required=True, metavar="ENV", help="envs to run")
-    p.add_argument("--num-seeds", type=int, default=3, metavar="N", help="seeds per env (default: 3)")
-    p.add_argument("--start-seed", type=int, default=1, metavar="N", help="first seed (default: 1)")
+    p.add_argument("--seeds", type=seeds_arg, default="3", metavar="SEEDS", help=f"{SEEDS_HELP} (default: 3)")
+    # CleanRL's benchmark words, so its commands work as they are: --seeds START-(START+N-1)
+    p.add_argument("--num-seeds", type=int, metavar="N", help=argparse.SUPPRESS)
+    p.add_argument("--start-seed", type=int, metavar="N", help=argparse.SUPPRESS)
     p.add_argument("--env-flag", default="--env-id", help="another program's env flag (default: --env-id)")
     p.add_argument("--seed-flag", default="--seed", help="another program's seed flag (default: --seed)")
     p.add_argument(
@@ -156,6 +159,16 @@ def _add_slurm_resources(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus-per-task", type=int, default=0, metavar="G", help="(default: 0)")
     p.add_argument("--mem", default="16G", help="memory per task (default: 16G)")
     p.add_argument("--max-concurrent", type=int, metavar="K", help="array tasks running at once (default: no limit)")
+
+
+def _matrix_seeds(ns: argparse.Namespace) -> list[int]:
+    """--seeds, or CleanRL's --num-seeds/--start-seed."""
+    if ns.num_seeds is None and ns.start_seed is None:
+        return ns.seeds
+    start, count = 1 if ns.start_seed is None else ns.start_seed, 3 if ns.num_seeds is None else ns.num_seeds
+    if count < 1 or start < 0:
+        raise UserError("--num-seeds: at least 1, --start-seed: 0 or more (or give --seeds START-END)")
+    return parse_seeds(f"{start}-{start + count - 1}")
 
 
 def _resources(ns: argparse.Namespace):
@@ -219,7 +232,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
     unknown = [e for e in ns.env_ids if e not in ENVS]
     if unknown and "train" in ns.command.split():
         raise UserError(f"--env-ids: unknown env '{unknown[0]}'; choose from {', '.join(ENVS)}")
-    matrix = Matrix.from_command(ns.command, ns.env_ids, ns.num_seeds, ns.start_seed, (ns.env_flag, ns.seed_flag))
+    matrix = Matrix.from_command(ns.command, ns.env_ids, _matrix_seeds(ns), (ns.env_flag, ns.seed_flag))
     check_workers(ns)
     res = _resources(ns)
     name = ns.name or "matrix-" + "-".join(ns.env_ids)

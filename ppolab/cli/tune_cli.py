@@ -9,6 +9,7 @@ from ppolab.cli.args import add_model_flags, build
 from ppolab.envs import ENVS
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig
+from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TUNE_HELP = """Search `ppolab train` flags with Optuna. Each trial trains once per seed (and per
 env with --env-ids), one run at a time under the machine lock; the objective is
@@ -58,13 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-trials", type=int, default=20, metavar="N", help="finished trials to reach (default: 20)")
     p.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: sqlite:///experiments/tune/NAME.db)")
     p.add_argument(
-        "--seeds",
-        type=int,
-        default=1,
-        metavar="N",
-        help="runs per trial: seeds SEED..SEED+N-1 (default: 1)",
-    )
-    p.add_argument("--seed", type=int, default=1, metavar="SEED", help="first seed of each trial (default: 1)")
+        "--seeds", type=seeds_arg, default="1", metavar="SEEDS", help=f"one run per seed in each trial: {SEEDS_HELP} "
+        "(default: 1, seed 1)",
+    )  # fmt: skip
     p.add_argument(
         "--metric",
         choices=["final_reward", "peak_eval"],
@@ -113,8 +110,6 @@ def run_tune(ns: argparse.Namespace) -> int:
         raise UserError(f"--study {ns.study!r}: use letters, digits, '-', '_' and '.' (it names a folder and a file)")
     if ns.n_trials < 1:
         raise UserError("--n-trials: must be at least 1")
-    if ns.seeds < 1:
-        raise UserError("--seeds: must be at least 1")
     if ns.heartbeat_grace < 3:
         raise UserError("--heartbeat-grace: at least 3 seconds")
     storage = ns.storage or default_storage(ns.study)
@@ -155,7 +150,7 @@ def run_tune(ns: argparse.Namespace) -> int:
         envs=envs,
         space=space,
         n_trials=ns.n_trials,
-        seeds=list(range(ns.seed, ns.seed + ns.seeds)),
+        seeds=ns.seeds,
         metric=ns.metric,
         train_flags=given,
         storage=storage,

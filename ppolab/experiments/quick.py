@@ -39,9 +39,9 @@ def run_name(name: str, grid: dict[str, list[Any]]) -> str:
 
 
 def experiment_doc(
-    name: str, defaults: dict[str, Any], grid: dict[str, list[Any]], seeds: int | None, hypothesis: str
+    name: str, defaults: dict[str, Any], grid: dict[str, list[Any]], seeds: list[int] | None, hypothesis: str
 ) -> dict[str, Any]:
-    """The sweep file of `ppolab experiment`: one run over the grid (control first), seeds 1..N."""
+    """The sweep file of `ppolab experiment`: one run over the grid (control first), once per seed."""
     return {
         "metadata": {
             "name": name,
@@ -50,7 +50,7 @@ def experiment_doc(
             "experiment_tag_prefix": name,
         },
         "defaults": defaults,
-        **({"seeds": list(range(1, seeds + 1))} if seeds else {}),
+        **({"seeds": seeds} if seeds else {}),
         "runs": {
             "A": {
                 "name": run_name(name, grid),

@@ -5,7 +5,7 @@
       hypothesis: "gamma 0.995 reaches 450 eval reward sooner than 0.99"
       experiment_tag_prefix: "gamma-ablation"
     defaults: {env: cartpole, n_itr: 300}   # `ppolab train` flags in snake_case, for every run
-    seeds: [1, 2]                  # optional: every run once per seed (a run may set its own)
+    seeds: [1, 2]                  # optional: every run once per seed (a run may set its own); also 3 (1..3) or "4-6"
     timeout: 3600                  # optional: seconds a run may take before it is stopped
     resources: {num_cpus: 2, num_gpus: 0}   # optional, per run: what --executor ray reserves for it
     runs:
@@ -24,16 +24,25 @@ from typing import Annotated, Any
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ppolab.errors import UserError
 from ppolab.ppo.config import RUN_NAME, TrainConfig
 from ppolab.util import yaml_file
+from ppolab.util.seeds import MAX_SEED, parse_seeds
 from ppolab.util.validation import did_you_mean, first_problem
 
 SWEEP_FILE = "sweep.yaml"
 MAX_RUNS = 10_000  # planned runs in one sweep: more is a mistake (a grid of 10^6), not a plan
-Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+
+
+def _seeds_spec(value: Any) -> Any:
+    """`seeds: 3` and `seeds: "4-6"` mean what `--seeds` means on the command line; a list is a list."""
+    return parse_seeds(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else value
+
+
+Seeds = Annotated[list[Seed], BeforeValidator(_seeds_spec)]
 NAME = RUN_NAME  # a run name is a folder name
 NOT_IN_SWEEPS = {"logdir", "run_name", "continued"}  # set per run by the runner, not by the file
 
@@ -63,7 +72,7 @@ class RunSpec(BaseModel):
     description: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
-    seeds: list[Seed] | None = None
+    seeds: Seeds | None = None
     timeout: float | None = Field(None, gt=0)
     resources: Resources | None = None
 
@@ -72,7 +81,7 @@ class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     metadata: Metadata
     defaults: dict[str, Any] = Field(default_factory=dict)
-    seeds: list[Seed] | None = None
+    seeds: Seeds | None = None
     timeout: float | None = Field(None, gt=0)
     resources: Resources = Field(default_factory=Resources)
     runs: dict[str, RunSpec] = Field(min_length=1)

@@ -32,7 +32,7 @@ class Matrix:
 
     @classmethod
     def from_command(
-        cls, command: str, env_ids: list[str], num_seeds: int, start_seed: int, flags: tuple[str, str] | None = None
+        cls, command: str, env_ids: list[str], seeds: list[int], flags: tuple[str, str] | None = None
     ) -> Matrix:
         """`flags`: the env and seed flags a program other than `ppolab train` takes (default: CleanRL's)."""
         try:
@@ -54,10 +54,7 @@ class Matrix:
             raise UserError("--env-ids: name at least one env")
         if len(set(env_ids)) != len(env_ids):
             raise UserError("--env-ids: an env is listed twice")
-        if num_seeds < 1:
-            raise UserError("--num-seeds: must be at least 1")
-        seeds = list(range(start_seed, start_seed + num_seeds))
-        return cls(tokens[:cut], tokens[cut:], list(env_ids), seeds, env_flag, seed_flag)
+        return cls(tokens[:cut], tokens[cut:], list(env_ids), list(seeds), env_flag, seed_flag)
 
     def cells(self) -> list[tuple[int, str]]:
         """(seed, env) pairs, seed-major."""
