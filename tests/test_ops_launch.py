@@ -149,15 +149,15 @@ def test_cloud_prints_a_job_definition_and_one_submission_per_run(tmp_path):
     assert definition["secrets"] == [{"name": "WANDB_API_KEY", "valueFrom": arn}]
     assert doc["jobDefinition"]["retryStrategy"]["attempts"] == 4
     jobs = doc["jobs"]
-    assert [j["jobName"] for j in jobs] == [
-        "cloudy-control-s1",
-        "cloudy-control-s2",
-        "cloudy-clip03-s1",
-        "cloudy-clip03-s2",
+    assert [j["jobName"] for j in jobs] == [  # the sweep's one name, its folder's, not its title (cloudy)
+        "c-control-s1",
+        "c-control-s2",
+        "c-clip03-s1",
+        "c-clip03-s2",
     ]
     assert all(j["jobQueue"] == "gpu-q" for j in jobs)
     script = jobs[2]["containerOverrides"]["command"][2]
-    assert "--clip 0.3" in script and "--seed 1" in script and "--resume /mnt/ppolab/cloudy/runs/clip03-s1" in script
+    assert "--clip 0.3" in script and "--seed 1" in script and "--resume /mnt/ppolab/c/runs/clip03-s1" in script
 
 
 def test_cloud_refuses_a_literal_secret_without_echoing_it(tmp_path):

@@ -77,6 +77,7 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     from ppolab.experiments import display, plan
     from ppolab.experiments.executors.local import run_sweep
     from ppolab.experiments.live import RUNNER_PID_FILE
+    from ppolab.experiments.spec import sweep_name
     from ppolab.util.files import atomic_write_text
 
     spec, planned = prepared or plan.load_plan(sweep_dir)
@@ -127,10 +128,10 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     if executor == "ray":
         from ppolab.experiments.executors.ray import run_sweep_on_ray
 
-        return run_sweep_on_ray(sweep_dir, spec.metadata.name, planned, max_retries=ns.max_retries)
+        return run_sweep_on_ray(sweep_dir, sweep_name(sweep_dir), planned, max_retries=ns.max_retries)
     return run_sweep(
         sweep_dir,
-        spec.metadata.name,
+        sweep_name(sweep_dir),
         planned,
         wait_for_lock=not ns.no_wait,
         max_retries=ns.max_retries,

@@ -497,14 +497,14 @@ def main(argv: list[str] | None = None) -> int:
     except NoSpace as exc:
         sys.stderr.write(f"ppolab {ns.subcommand}: {exc}\n")
         return NO_SPACE_EXIT
-    except OSError as exc:
+    except BrokenPipeError:  # output piped into `head` or `grep -q`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:  # (after BrokenPipeError, one of its kind)
         if exc.errno != errno.ENOSPC:
             raise
         sys.stderr.write(f"ppolab {ns.subcommand}: {NoSpace(exc.filename)}\n")
         return NO_SPACE_EXIT
-    except BrokenPipeError:  # output piped into `head` or `grep -q`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except KeyboardInterrupt:  # before training started, or during eval: nothing to save
         sys.stderr.write(f"ppolab {ns.subcommand}: interrupted\n")
         return 130

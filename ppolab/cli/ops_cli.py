@@ -307,6 +307,7 @@ def run_commands(matrix, ns: argparse.Namespace) -> int:
 def run_slurm(ns: argparse.Namespace) -> int:
     from ppolab.experiments.executors import slurm
     from ppolab.experiments.plan import load_plan
+    from ppolab.experiments.spec import sweep_name
 
     sweep_dir = Path(ns.sweep_dir)
     if not (sweep_dir / "sweep.yaml").is_file():
@@ -319,13 +320,13 @@ def run_slurm(ns: argparse.Namespace) -> int:
     if not indices:
         print(f"All {len(planned)} runs of {sweep_dir} are done; nothing to submit.")
         return 0
-    script = slurm.render_script(sweep_dir, spec.metadata.name, indices, res)
+    script = slurm.render_script(sweep_dir, sweep_name(sweep_dir), indices, res)
     if not ns.submit:
         print(script)
         print(f"# {len(indices)} array tasks. To submit: ppolab slurm {sweep_dir} --submit")
         print(f"#   (writes {sweep_dir / slurm.SCRIPT_NAME}, then: sbatch {sweep_dir / slurm.SCRIPT_NAME})")
         return 0
-    job_id = slurm.submit(sweep_dir, spec.metadata.name, planned, script, indices)
+    job_id = slurm.submit(sweep_dir, sweep_name(sweep_dir), planned, script, indices)
     print(f"Submitted Slurm job {job_id}: {len(indices)} array tasks, one per run.")
     print(f"Follow it: ppolab sweep {sweep_dir} --status")
     return 0
@@ -349,6 +350,7 @@ def run_container(ns: argparse.Namespace) -> int:
 def run_cloud(ns: argparse.Namespace) -> int:
     from ppolab import __version__
     from ppolab.experiments.plan import load_plan
+    from ppolab.experiments.spec import sweep_name
     from ppolab.ops import cloud
 
     sweep_dir = Path(ns.sweep_dir)
@@ -366,10 +368,10 @@ def run_cloud(ns: argparse.Namespace) -> int:
     )
     opt.check()
     spec, planned = load_plan(sweep_dir)
-    print(cloud.preview(spec.metadata.name, planned, opt))
+    print(cloud.preview(sweep_name(sweep_dir), planned, opt))
     if not ns.execute:
         return 0
-    return cloud.execute(spec.metadata.name, planned, opt)
+    return cloud.execute(sweep_name(sweep_dir), planned, opt)
 
 
 def run_skills(ns: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.plan import PlannedRun, total_steps
-from ppolab.experiments.spec import SWEEP_FILE, SweepSpec
+from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import STATE_FILE, SweepState
 from ppolab.util.tables import table
 
@@ -20,8 +20,9 @@ from ppolab.util.tables import table
 def info_data(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> dict:
     m = spec.metadata
     return {
-        "sweep": sweep_dir.name, "title": m.name, "file": str(sweep_dir / SWEEP_FILE), "description": m.description,
-        "hypothesis": m.hypothesis, "min_effect": m.min_effect, "runs": len(planned), "runs_in_file": len(spec.runs),
+        "sweep": sweep_name(sweep_dir), "title": m.name, "file": str(sweep_dir / SWEEP_FILE),
+        "description": m.description, "hypothesis": m.hypothesis, "min_effect": m.min_effect, "runs": len(planned),
+        "runs_in_file": len(spec.runs),
         "env_steps": total_steps(planned), "defaults": spec.defaults,
     }  # fmt: skip
 
@@ -29,7 +30,7 @@ def info_data(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> di
 def info(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> str:
     d = info_data(spec, planned, sweep_dir)
     lines = [
-        f"Sweep: {d['title']}  ({d['file']})",
+        f"Sweep: {d['sweep']}" + (f" - {d['title']}" if d["title"] != d["sweep"] else "") + f"  ({d['file']})",
         f"Description: {d['description'] or '-'}",
         f"Hypothesis: {d['hypothesis'] or '-'}",
         f"Runs: {d['runs']} ({d['runs_in_file']} in the file, expanded over seeds and grids)",
@@ -125,17 +126,18 @@ def list_data(root: Path) -> list[dict]:
     for sweep_file in sorted(root.glob(f"*/{SWEEP_FILE}")):
         sweep_dir = sweep_file.parent
         try:
-            planned = expand(load_sweep(sweep_dir), sweep_dir)
+            spec = load_sweep(sweep_dir)
+            planned, title = expand(spec, sweep_dir), spec.metadata.name
             total: int | None = len(planned)
         except UserError:
-            planned, total = [], None
+            planned, total, title = [], None, None
         try:
             state, damaged = SweepState.read(sweep_dir), None
         except UserError as exc:  # one damaged sweep does not hide the others
             state, damaged = None, str(exc)
         done = sum(1 for p in planned if state and state.runs.get(p.name, {}).get("state") == "done")
         running = bool(state) and any(state.effective_state(n) == "running" for n in state.runs)
-        rows.append({"sweep": sweep_dir.name, "path": str(sweep_dir), "done": done, "total": total,
+        rows.append({"sweep": sweep_dir.name, "title": title, "path": str(sweep_dir), "done": done, "total": total,
                      "valid": total is not None, "running": running, "state_error": damaged,
                      "last_activity": state.data.get("updated") if state else None,
                      "verdict": _verdict(sweep_dir)})  # fmt: skip
@@ -156,8 +158,9 @@ def sweep_list(root: Path) -> str:
     if not rows:
         return f"No sweeps under {root} (each is a folder with a {SWEEP_FILE}; state in {STATE_FILE})."
     cells = [
-        [r["sweep"], f"{r['done']}/{r['total'] if r['valid'] else 'invalid'}", "running" if r["running"] else "",
-         r["verdict"] or "-", "state.json damaged" if r["state_error"] else r["last_activity"] or "never launched"]
+        [r["sweep"], r["title"] or "-", f"{r['done']}/{r['total'] if r['valid'] else 'invalid'}",
+         "running" if r["running"] else "", r["verdict"] or "-",
+         "state.json damaged" if r["state_error"] else r["last_activity"] or "never launched"]
         for r in rows
     ]  # fmt: skip
-    return table(["Sweep", "Done", "Now", "Verdict", "Last Activity"], cells)
+    return table(["Sweep", "Title", "Done", "Now", "Verdict", "Last Activity"], cells)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ppolab.errors import UserError
-from ppolab.experiments.spec import NAME, SweepSpec, load_sweep
+from ppolab.experiments.spec import NAME, SweepSpec, load_sweep, sweep_name
 from ppolab.ppo.config import TrainConfig, to_args
 from ppolab.util.tables import table
 
@@ -86,7 +86,7 @@ def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
                 changes = {k: v for k, v in config.items() if k not in spec.defaults or spec.defaults[k] != v}
                 changes.pop("experiment_tag", None)
                 if config.get("track") and not config.get("wandb_group"):
-                    config["wandb_group"] = spec.metadata.name  # W&B groups a sweep's runs together
+                    config["wandb_group"] = sweep_name(sweep_dir)  # W&B groups a sweep's runs together
                 planned.append(
                     PlannedRun(
                         name=name,

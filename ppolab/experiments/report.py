@@ -21,7 +21,7 @@ from ppolab.analysis.compare import Configuration, Run, compare, fps_spread, gro
 from ppolab.analysis.parse import load_run
 from ppolab.errors import UserError
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
-from ppolab.experiments.spec import SweepSpec, load_sweep
+from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import SweepState
 from ppolab.util.files import atomic_write_text
 
@@ -146,7 +146,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
     today = dt.date.today().isoformat()
     finished = sum(r.finished for r in runs)
     lines = [
-        f"# {m.name}: results",
+        f"# {sweep_name(sweep_dir)}: {m.name}" if m.name != sweep_name(sweep_dir) else f"# {m.name}",
         "",
         f"Written {today} by `ppolab report` from {finished} finished of {len(planned)} planned runs.",
         "",
@@ -174,7 +174,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
     ]
     path = sweep_dir / "results.md"
     atomic_write_text(path, "\n".join(lines))
-    track(sweep_dir, m.name, m.hypothesis, result, today)
+    track(sweep_dir, sweep_name(sweep_dir), m.hypothesis, result, today)
     return path
 
 

@@ -37,6 +37,12 @@ MAX_RUNS = 10_000  # planned runs in one sweep: more is a mistake (a grid of 10^
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 
 
+def sweep_name(sweep_dir: Path) -> str:
+    """A sweep's one name: its folder's (in --list, --status, state.json, the report, the tracker, job
+    names). `metadata.name` is its title, shown beside it."""
+    return sweep_dir.resolve().name
+
+
 def _seeds_spec(value: Any) -> Any:
     """`seeds: 3` and `seeds: "4-6"` mean what `--seeds` means on the command line; a list is a list."""
     return parse_seeds(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else value

@@ -22,6 +22,7 @@ from ppolab.errors import UserError
 from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry, summary_of
 from ppolab.experiments.machine_lock import HELD
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun, load_plan
+from ppolab.experiments.spec import sweep_name
 from ppolab.experiments.state import locked, now
 
 # (signal received or None, exit code) -> (final state, reason)
@@ -72,7 +73,7 @@ def run_task(
     os.environ[HELD] = "1"  # the scheduler (Slurm, Ray) places the run: the trainer takes no machine lock
     run, dirs = planned[index], run_dirs(planned)
     signals = StopSignals()
-    with locked(sweep_dir, spec.metadata.name, dirs) as state:
+    with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
         entry = state.runs[run.name]
         if entry["state"] == "done":
             print(f"Run {run.name} is already done; nothing to do.", file=out, flush=True)
@@ -95,7 +96,7 @@ def run_task(
         job.stop()
     code, _ = job.wait(None)
     final, reason = decide(signals.got, code)
-    with locked(sweep_dir, spec.metadata.name, dirs) as state:
+    with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
         state.update(
             run.name,
             state=final,
