@@ -111,10 +111,15 @@ def test_an_interrupt_during_a_checkpoint_write_waits_for_the_write(tmp_path):
 
     big = {"w": torch.randn(2000, 2000)}
     path = tmp_path / "last.pt"
-    threading.Timer(0.02, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-    with pytest.raises(KeyboardInterrupt):
-        for _ in range(200):
-            atomic_save(big, path)
+    # as ppolab's entry point does: Ctrl-C raises, even in a suite started with SIGINT ignored (nohup, `&`)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.02, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(200):
+                atomic_save(big, path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert torch.load(path, weights_only=True)["w"].shape == (2000, 2000)
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
 
