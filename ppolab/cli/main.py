@@ -446,7 +446,7 @@ def run_report(ns: argparse.Namespace) -> int:
     sweep_dir = Path(ns.sweep_dir)
     if not (sweep_dir / "sweep.yaml").exists():
         raise UserError(f"{sweep_dir}: not a sweep folder (no sweep.yaml)")
-    print(f"Report written: {write_report(sweep_dir)}")
+    print(f"Report written: {write_report(sweep_dir, show_progress=True)}")
     return 0
 
 

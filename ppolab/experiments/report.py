@@ -24,6 +24,7 @@ from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import SweepState
 from ppolab.util.files import atomic_write_text
+from ppolab.util.progress import Progress
 
 TRACKER = "experiment-tracker.md"
 
@@ -58,7 +59,10 @@ def run_states(sweep_dir: Path) -> dict[str, str]:
     return {name: state.effective_state(name) for name in state.runs} if state else {}
 
 
-def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warning: str | None = None) -> list[str]:
+def plot(
+    configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warning: str | None = None, progress=None
+) -> list[str]:
+    """The three figures of results.md; `progress` (util.progress.Progress) advances by one per figure."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -90,6 +94,7 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warnin
     fig.savefig(out_dir / "learning_curves.png", dpi=110)
     plt.close(fig)
     files.append("learning_curves.png")
+    progress and progress.advance()
 
     fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
     for i, c in enumerate(configs):
@@ -100,6 +105,7 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warnin
     fig.savefig(out_dir / "eval_reward.png", dpi=110)
     plt.close(fig)
     files.append("eval_reward.png")
+    progress and progress.advance()
 
     panels = [
         ("kl", "mean KL divergence", th.kl, "linear"),
@@ -122,6 +128,7 @@ def plot(configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warnin
     fig.savefig(out_dir / "diagnostics.png", dpi=110)
     plt.close(fig)
     files.append("diagnostics.png")
+    progress and progress.advance()
     return files
 
 
@@ -132,17 +139,22 @@ def sweep_runs(sweep_dir: Path) -> tuple[SweepSpec, list[Run]]:
     return spec, load_runs(named, run_states(sweep_dir))
 
 
-def write_report(sweep_dir: Path, th: Thresholds | None = None) -> Path:
+def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: bool = False) -> Path:
+    """results.md, its plots and the tracker entry. `show_progress`: a progress bar (or lines) on stderr
+    while the plots are drawn (a few seconds), for `ppolab report`; a sweep's runner has its own view."""
     th = th or Thresholds()
     spec, runs = sweep_runs(sweep_dir)
     planned = expand(spec, sweep_dir)
     configs = group(runs)
     m = spec.metadata
     result, why = verdict(runs, m.min_effect)
+    progress = Progress("Drawing the report's plots", 3, "plots") if show_progress else None
     try:
-        images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(runs)), ""
+        images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(runs), progress), ""
     except OSError as exc:  # a full disk: results.md without plots rather than nothing
         images, plots_note = [], f"The plots could not be written ({exc.strerror}); `ppolab report` writes them again."
+    finally:
+        progress and progress.close()
     today = dt.date.today().isoformat()
     finished = sum(r.finished for r in runs)
     lines = [
