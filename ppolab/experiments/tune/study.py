@@ -371,7 +371,7 @@ def _train(
         s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
         job = Job(call, log, None)
         score = RunningScore(s.metric, run_dir / "metrics.jsonl")
-        reported = -1
+        reported, tenths = -1, 0
         last_beat = 0.0
         try:
             while job.poll() is None:
@@ -379,6 +379,10 @@ def _train(
                     beat()
                     last_beat = time.monotonic()
                 reported = _report(s, trial, score, offset, reported, env, prior)
+                done = reported - offset + 1
+                if done > 0 and 10 * done // n_itr > tenths:  # progress: a line at each tenth of the run
+                    tenths = 10 * done // n_itr
+                    s.say(f"  {run_dir.name}: iteration {done}/{n_itr}")
                 if trial.should_prune():
                     job.stop()
                     job.wait(None)
