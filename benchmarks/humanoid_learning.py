@@ -119,15 +119,17 @@ def ship(env: str, run_dir: Path, iteration: int) -> Path:
 
     import yaml
 
-    from ppolab.envs import make_env
+    from ppolab.envs import env_config, make_env
     from ppolab.ppo import checkpoint as ckpt
 
     out = Path("pretrained") / env
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(run_dir / f"actor_{iteration}.pt", out / "actor.pt")
+    data = ckpt.load(run_dir / f"actor_{iteration}.pt")
+    saved = env_config.load_saved(run_dir, env)  # the run's env.yaml; older actors may not carry it
+    cfg = make_env(env, 1, data["meta"].get("env_config") or saved).cfg.model_dump(mode="json")
+    data["meta"]["env_config"] = cfg  # in full: a later change of the env's defaults does not change it
+    ckpt.atomic_save(data, out / "actor.pt")
     shutil.copyfile(run_dir / "config.yaml", out / "config.yaml")
-    settings = ckpt.load(out / "actor.pt")["meta"].get("env_config")
-    cfg = make_env(env, 1, settings).cfg.model_dump(mode="json")
     (out / "env.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     figures = {"run": str(run_dir), "iteration": iteration, "checks": checks(env, out)}
     (out / "checks.json").write_text(json.dumps(figures, indent=2) + "\n")

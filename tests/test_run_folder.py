@@ -40,6 +40,17 @@ def test_resolved_config_and_reproducing_command(trained_run):
         assert part in command
 
 
+def test_the_env_settings_are_recorded_in_full_without_a_yaml(trained_run):
+    """A later change of an env's defaults must not change a run (on --resume) or a policy trained before it."""
+    from ppolab.envs.cartpole import CartpoleConfig
+    from ppolab.ppo.checkpoint import load
+
+    full = CartpoleConfig().model_dump(mode="json")
+    assert yaml.safe_load((trained_run / "env.yaml").read_text()) == full
+    for name in ("actor.pt", "actor_2.pt"):
+        assert load(trained_run / name)["meta"]["env_config"] == full, name
+
+
 def test_run_json_records_versions_and_git(trained_run):
     meta = json.loads((trained_run / "run.json").read_text())
     assert {"mujoco", "torch", "numpy", "python", "ppolab", "cpu_count"} <= set(meta["system"])

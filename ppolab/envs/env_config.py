@@ -1,8 +1,10 @@
 """`--yaml FILE`: override an env's configuration (gains, reward weights, timing, randomisation).
 
 The file holds a subset of the env's config keys, nested as in the env's config
-class; unknown keys are refused with the closest valid name. The run folder
-keeps the full resolved configuration in `env.yaml`, which `--resume` reuses.
+class; unknown keys are refused with the closest valid name. Every run folder
+keeps the full resolved configuration in `env.yaml` (with or without `--yaml`),
+which `--resume` reuses, and every saved policy carries it: a later change of an
+env's defaults never changes a run or a policy trained before it.
 """
 
 from __future__ import annotations
@@ -61,10 +63,10 @@ def validate(env: str, data: Any, source: str) -> dict[str, Any]:
         raise UserError(f"{source}: {where}: {err['msg']} (got {err['input']!r})") from None
 
 
-def load_overrides(env: str, path: str | None) -> dict[str, Any] | None:
-    """The env configuration a `--yaml` file asks for (None: the env's defaults)."""
+def resolve(env: str, path: str | None) -> dict[str, Any]:
+    """The env's configuration in full: its defaults, changed by a `--yaml` file if one is given."""
     if path is None:
-        return None
+        return validate(env, {}, f"the defaults of {env}")
     try:
         data, _ = yaml_file.load(Path(path))
     except (FileNotFoundError, IsADirectoryError):
@@ -74,14 +76,14 @@ def load_overrides(env: str, path: str | None) -> dict[str, Any] | None:
     return validate(env, data, path)
 
 
-def save(run_dir: Path, overrides: dict[str, Any] | None) -> None:
+def save(run_dir: Path, config: dict[str, Any]) -> None:
     from ppolab.util.files import atomic_write_text
 
-    if overrides is not None:
-        atomic_write_text(run_dir / ENV_FILE, yaml.safe_dump(overrides, sort_keys=False))
+    atomic_write_text(run_dir / ENV_FILE, yaml.safe_dump(config, sort_keys=False))
 
 
 def load_saved(run_dir: Path, env: str) -> dict[str, Any] | None:
+    """A run folder's env.yaml (None for a folder made before every run kept one: the env's defaults)."""
     path = run_dir / ENV_FILE
     if not path.exists():
         return None

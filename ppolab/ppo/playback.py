@@ -9,7 +9,7 @@ from typing import TextIO
 
 import numpy as np
 
-from ppolab.envs import make_env
+from ppolab.envs import env_config, make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
@@ -30,6 +30,8 @@ def load_actor(path: Path) -> tuple[Actor, dict]:
     else:
         actor = Actor(*args, meta["std_dev"], meta["learn_std"], meta.get("activation", "tanh"))
     actor.load_state_dict(data["state_dict"])
+    if meta.get("env_config") is None and meta.get("env"):  # an actor saved before policies carried it in full
+        meta["env_config"] = env_config.load_saved(actor_path.parent, meta["env"])  # its run's env.yaml, if any
     return actor, meta
 
 
