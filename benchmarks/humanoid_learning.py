@@ -69,7 +69,7 @@ def main() -> None:
     cmd += ["--continued", args.continued] if args.continued else []
     if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
         cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
-    code = subprocess.run(cmd, env={**os.environ, "RAY_ADDRESS": ""}).returncode  # its console shows the progress
+    code = train(cmd)
     if code != 0:  # stopped (Ctrl-C, SIGTERM, a full disk) or failed: the run folder keeps what was done
         print(f"Training ended with exit code {code}; run the same command again to continue {run_dir}.")
         sys.exit(code)
@@ -99,6 +99,17 @@ def main() -> None:
     (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot(iters, evals, RESULTS / f"{args.env}_learning.png", args.env)
     print(json.dumps(summary, indent=2))
+
+
+def train(cmd: list[str]) -> int:
+    """Run the training; its console shows the progress. Ctrl-C reaches it too (the terminal signals the
+    whole group): wait for it to stop cleanly at the end of its iteration rather than kill it."""
+    proc = subprocess.Popen(cmd, env={**os.environ, "RAY_ADDRESS": ""})
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 def checks(env: str, path: Path) -> dict:
