@@ -120,7 +120,7 @@ def checks(env: str, path: Path) -> dict:
         return {"walk": behaviour.walk(path), "stand": behaviour.stand(path), "turn": behaviour.turn(path)}
     if env == "h1":
         return {"push": behaviour.push(path)}
-    return {}
+    return {"footsteps": behaviour.footsteps(path)}
 
 
 def ship(env: str, run_dir: Path, iteration: int) -> Path:

@@ -11,6 +11,8 @@ the policy's mean action and returns figures and a `passed` verdict.
 - stand: standing mode: every env stays up and drifts less than 0.1 m;
 - turn: in-place mode at +-`rate` rad/s: every env stays up and turns the commanded
   way by at least half the commanded angle;
+- footsteps (jvrc_step): flat forward and lateral plans for 400 steps: every env stays up and
+  hits at least 80% of its plan's targets;
 - push (h1): standing for `seconds` under random pushes: every env stays up.
 """
 
@@ -137,6 +139,30 @@ def turn(path: Path, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> di
         "min_turn_share": round(float(share.min()), 2),
     }
     out["passed"] = bool(alive.all() and share.min() >= 0.5)
+    return out
+
+
+def footsteps(path: Path, steps: int = 400, n: int = 8) -> dict:
+    """jvrc_step on flat ground: half the envs follow a forward plan, half a lateral one, for `steps`.
+
+    A target is hit when the env counts it reached (a foot held within its radius, then the next
+    target follows). Passed: every env stays up and hits at least 80% of its plan's targets.
+    """
+    from ppolab.envs.jvrc_step import N_STEPS, PLANS
+
+    hit, up = [], []
+    for plan in ("forward", "lateral"):
+        probs = [1.0 if p == plan else 0.0 for p in PLANS]
+        env, policy = _start(path, n // 2, {"plan_probs": probs, "stair_ramp_start": 10**9})
+        alive, _ = _run(env, policy, steps)
+        hit.append(env.target.copy())
+        up.append(alive)
+    hits, alive = np.concatenate(hit), np.concatenate(up)
+    out = {
+        "steps": steps, "envs": n, "targets_per_plan": N_STEPS, "still_up": int(alive.sum()),
+        "targets_hit": [int(h) for h in hits], "min_share": round(float(hits.min() / N_STEPS), 2),
+    }  # fmt: skip
+    out["passed"] = bool(alive.all() and hits.min() >= 0.8 * N_STEPS)
     return out
 
 
