@@ -114,9 +114,11 @@ def ppo_update(
             mean, std = mb.policy(actor)
             ratio = (gaussian_log_prob(mean, std, mb.actions) - mb.logprobs).exp()
             pg_loss = surrogate_loss(ratio, mb.advantages, hp.clip)
-            entropy = gaussian_entropy(std).mean()
             critic_loss = 0.5 * ((mb.value(critic) - mb.returns) ** 2).mean()
-            loss = pg_loss - hp.entropy_coeff * entropy + critic_loss
+            if hp.entropy_coeff:
+                loss = pg_loss - hp.entropy_coeff * gaussian_entropy(std).mean() + critic_loss
+            else:  # the same sum to the last bit (pg - 0 * entropy == pg), without the entropy's ops
+                loss = pg_loss + critic_loss
             if mirror is not None and mb.mirror_obs is not None:
                 mirrored, _ = mb.policy(actor, mb.mirror_obs)
                 mirror_loss = ((mean - mirrored[:, mirror.act_perm] * mirror.act_sign) ** 2).mean()
