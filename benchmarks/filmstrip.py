@@ -1,6 +1,7 @@
 """A strip of frames of a humanoid policy, rendered by ppolab's own renderer, for the README.
 
     python benchmarks/filmstrip.py PATH OUT.png [--mode forward|standing] [--speed 0.3] [--seconds 8] [--frames 6]
+    python benchmarks/filmstrip.py pretrained/h1 docs/h1.png --pushes
 
 jvrc_walk's command is held (forward at --speed, or standing) so the strip shows that behaviour.
 """
@@ -22,13 +23,14 @@ def main() -> None:
     ap.add_argument("--speed", type=float, default=0.3)
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--frames", type=int, default=6)
+    ap.add_argument("--pushes", action="store_true", help="the env's randomisation on: pushes, masses, friction (h1)")
     args = ap.parse_args()
 
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering, chosen before MuJoCo loads
     import imageio.v2 as imageio
     import mujoco
 
-    from ppolab.envs import make_env
+    from ppolab.envs import env_class, make_env
     from ppolab.envs.jvrc import FORWARD, STANDING
     from ppolab.ppo.playback import load_actor
     from ppolab.ppo.policy import sampling_params
@@ -36,7 +38,11 @@ def main() -> None:
     from ppolab.ppo.sampling_policy import SamplingPolicy
 
     actor, meta = load_actor(Path(args.path))
-    overrides = {**(meta.get("env_config") or {}), "visuals": True, "stand_switch_prob": 0.0, "walk_switch_prob": 0.0}
+    fields = env_class(meta["env"]).Config.model_fields
+    wanted = {"visuals": True, "stand_switch_prob": 0.0, "walk_switch_prob": 0.0}  # meshes on, the command held
+    if args.pushes:
+        wanted["randomization"] = {**(meta.get("env_config") or {}).get("randomization", {}), "enabled": True}
+    overrides = {**(meta.get("env_config") or {}), **{k: v for k, v in wanted.items() if k in fields}}
     env = make_env(meta["env"], 1, overrides)
     env.reset_one(0, slot_rng(0, EVAL_STREAM, 0, 0))
     policy = SamplingPolicy(sampling_params(actor))
@@ -45,8 +51,9 @@ def main() -> None:
     keep = set(np.linspace(0, steps - 1, args.frames).round().astype(int))
     frames = []
     for t in range(steps):
-        env.mode[:] = FORWARD if args.mode == "forward" else STANDING
-        env.command[:] = [0.0, args.speed if args.mode == "forward" else 0.0, 0.0]
+        if hasattr(env, "mode"):  # jvrc_walk: hold the command
+            env.mode[:] = FORWARD if args.mode == "forward" else STANDING
+            env.command[:] = [0.0, args.speed if args.mode == "forward" else 0.0, 0.0]
         env.step(policy(env.observe()))
         if t in keep:
             renderer.update_scene(env.batch.datas[0], camera="track")

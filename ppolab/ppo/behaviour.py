@@ -42,7 +42,8 @@ def _start(path: Path, n: int, overrides: dict | None = None):
 
 def _run(env, policy, steps: int, hold=None) -> tuple[np.ndarray, list[np.ndarray]]:
     """Step with the mean action; `hold(env)` re-applies the command before each step. Returns which
-    envs stayed up and each step's per-foot ground contact (touch sensors above 5% of the weight)."""
+    envs stayed up and, for the JVRC tasks, each step's per-foot ground contact (touch sensors above 5% of
+    the weight)."""
     alive = np.ones(env.num_envs, bool)
     contact = []
     for _ in range(steps):
@@ -50,7 +51,8 @@ def _run(env, policy, steps: int, hold=None) -> tuple[np.ndarray, list[np.ndarra
             hold(env)
         _, _, terminated = env.step(policy(env.observe()))
         alive &= ~terminated
-        contact.append(env.batch.sensors[:, 0:2] > 0.05 * env.weight)
+        if hasattr(env, "weight"):  # the JVRC tasks: foot touch sensors first
+            contact.append(env.batch.sensors[:, 0:2] > 0.05 * env.weight)
     return alive, contact
 
 
