@@ -15,7 +15,11 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -91,12 +95,31 @@ def sampling(env_name: str, steps: int, repeats: int, envs_per_worker: int) -> t
     return cfg.batch_size / best, sampler.procs
 
 
+def end_to_end(env_name: str, iterations: int) -> dict:
+    """`ppolab train --env NAME` with its preset (LHW's settings for the JVRC tasks) for a few iterations:
+    env steps per second over whole iterations (sampling, update, logging), the first two left out."""
+    with tempfile.TemporaryDirectory() as logdir:
+        cmd = [sys.executable, "-m", "ppolab", "train", "--env", env_name, "--n-itr", str(iterations),
+               "--eval-freq", str(10**6), "--logdir", logdir]  # fmt: skip
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
+        path = next(Path(logdir).glob("*/metrics.jsonl"))
+        its = [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "iteration"][2:]
+    wall = (its[-1]["total_time"] - its[0]["total_time"]) / (len(its) - 1)
+    update = float(np.mean([r["optimizer_time"] for r in its[1:]]))
+    return {"steps_per_s": its[0]["steps"] / wall, "seconds_per_iteration": wall, "update_s": update,
+            "steps_per_iteration": its[0]["steps"]}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--envs", nargs="+", default=["h1", "jvrc_walk", "jvrc_step"])
     ap.add_argument("--steps", type=int, default=400, help="steps per env per iteration (default: 400)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--envs-per-worker", type=int, default=1, help="envs per logical worker (12 workers; default: 1)")
+    ap.add_argument("--end-to-end", nargs="*", default=["jvrc_walk"], metavar="ENV",
+                    help="envs whose preset also trains, end to end against sampling alone")  # fmt: skip
+    ap.add_argument("--iterations", type=int, default=8, help="iterations of each end-to-end run (default: 8)")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved sampling-alone / end-to-end pairs")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
     cores = available_cores()
@@ -118,6 +141,16 @@ def main() -> None:
             f"{name}: sampling {rate:,.0f} env steps/s ({12 * args.envs_per_worker} envs) on {procs} processes; "
             f"raw mj_step ceiling {raw:,.0f} control steps/s on {cores} cores; {100 * rate / raw:.0f}% of the ceiling"
         )
+    for name in args.end_to_end:  # bar (issue 17): end to end >= 60% of sampling alone, the preset's settings
+        pairs = []
+        for k in range(args.runs):
+            alone, _ = sampling(name, args.steps, args.repeats, args.envs_per_worker)
+            e = end_to_end(name, args.iterations)
+            pairs.append({"sampling_steps_per_s": alone, **e, "ratio": e["steps_per_s"] / alone})
+            print(f"{name} end to end, run {k + 1}/{args.runs}: {e['steps_per_s']:,.0f} env steps/s "
+                  f"({e['seconds_per_iteration']:.2f} s per iteration, update {e['update_s']:.2f} s) = "
+                  f"{100 * pairs[-1]['ratio']:.0f}% of sampling alone ({alone:,.0f}); bar >= 60%")  # fmt: skip
+        results.setdefault(name, {})["end_to_end"] = pairs
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, **results}, f, indent=2)

@@ -118,6 +118,23 @@ def update(cfg: TrainConfig, repeats: int) -> dict:
     }
 
 
+def update_gflop(cfg: TrainConfig, obs_dim: int, act_dim: int) -> float:
+    """Arithmetic of one update, GFLOP: per minibatch row, each linear layer's forward (2 in x out)
+    and backward (twice that) for actor and critic; Adam and the elementwise ops are left out."""
+    widths = [obs_dim, *cfg.hidden_sizes]
+    per_row = sum(2 * a * b for a, b in zip(widths, widths[1:])) * 2 + 2 * widths[-1] * (act_dim + 1)
+    return 3 * per_row * cfg.epochs * cfg.batch_size / 1e9
+
+
+def matmul_gflops(n: int = 256, repeats: int = 200) -> float:
+    """This machine's single-thread float32 matmul rate (n x n by n x n), GFLOP/s."""
+    torch.set_num_threads(1)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    for _ in range(20):
+        a @ b
+    return 2 * n**3 / best_of(lambda: a @ b, repeats) / 1e9
+
+
 def end_to_end(iterations: int) -> dict:
     with tempfile.TemporaryDirectory() as logdir:
         cmd = recommended.train_command(iterations, 1, 10**6, logdir)
@@ -142,6 +159,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--iterations", type=int, default=20, help="training iterations for the end-to-end figure")
     ap.add_argument("--repeats", type=int, default=5, help="repeats per micro-measurement (best is kept)")
+    ap.add_argument("--runs", type=int, default=5, help="interleaved sampling-alone / end-to-end pairs (bars)")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
 
@@ -174,9 +192,29 @@ def main() -> None:
         f"update: {u['seconds_per_iteration'] * 1e3:.0f} ms per iteration, {u['minibatches']} minibatches, "
         f"{u['ms_per_minibatch']:.2f} ms each"
     )
+    env = make_env(cfg.env, 1)
+    gflop, peak = update_gflop(cfg, env.obs_dim, env.act_dim), matmul_gflops()
+    print(f"update arithmetic: {gflop:.2f} GFLOP, {gflop / u['seconds_per_iteration']:.1f} GFLOP/s achieved; "
+          f"this machine's 256 x 256 matmul: {peak:.1f} GFLOP/s on one thread")  # fmt: skip
+    result["update"].update(gflop=gflop, matmul_gflops=peak)
+    result["bars"] = bars(cfg, params, args)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def bars(cfg: TrainConfig, params: dict, args) -> list[dict]:
+    """Issue 17's two bars as ratios within each run, sampling alone and end to end interleaved:
+    the update's share of an iteration (bar <= 1/3) and end to end over sampling alone (bar >= 50%)."""
+    runs = []
+    for k in range(args.runs):
+        s, e = sampling(cfg, params, args.repeats), end_to_end(args.iterations)
+        runs.append({"update_share": e["mean_optimizer_s"] / e["seconds_per_iteration"],
+                     "end_to_end_over_sampling": e["steps_per_s"] / s["steps_per_s"]})  # fmt: skip
+        share, ratio = runs[-1]["update_share"], runs[-1]["end_to_end_over_sampling"]
+        print(f"run {k + 1}/{args.runs}: update {100 * share:.0f}% of the iteration (bar <= 33%); "
+              f"end to end {100 * ratio:.0f}% of sampling alone (bar >= 50%)")  # fmt: skip
+    return runs
 
 
 if __name__ == "__main__":

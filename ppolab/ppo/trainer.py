@@ -34,9 +34,10 @@ from ppolab.ppo.run_files import MARKER, MetricsLog, create_run_dir, record_resu
 from ppolab.ppo.sampling import make_sampler
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
-from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update
+from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update, torch_threads, update_threads
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
+from ppolab.util.system import available_cores
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
@@ -198,6 +199,7 @@ def train(
     previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
     mirror = mirror_loss(s)
+    threads = update_threads(list(cfg.hidden_sizes), available_cores())
     itr, interrupted, no_space = s.start_itr, False, None
     try:
         if resume_dir is None and not cfg.continued:
@@ -208,12 +210,13 @@ def train(
                 sampling_params(s.actor), seed=s.seed, stream=TRAIN_STREAM, iteration=itr, steps=cfg.max_traj_len
             )
             t1 = time.perf_counter()
-            storage = RolloutStorage(
-                traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
-                mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
-            )  # fmt: skip
-            update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
-            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror)
+            with torch_threads(threads):
+                storage = RolloutStorage(
+                    traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
+                    mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
+                )  # fmt: skip
+                update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
+                stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror)
             s.actor.norm.update(traj.obs)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
