@@ -74,11 +74,11 @@ def test_jvrc_step_plans_targets_and_the_stairs_curriculum():
 def test_jvrc_step_target_advances_after_a_foot_holds_it_for_a_swing():
     env = make_env("jvrc_step", 1)
     env.reset_one(0, np.random.default_rng(0))
-    assert env.hold_frames == 30  # 0.75 s at 40 Hz, as LHW
-    for _ in range(29):
+    assert env.hold_frames == 16  # one swing, 0.4 s at 40 Hz (LHW: 0.75 s, 30 frames)
+    for _ in range(15):
         assert env._advance_targets(np.array([0.1]))[0] and env.target[0] == 0
     env._advance_targets(np.array([0.1]))
-    assert env.target[0] == 1 and env.reached[0] == 0  # the 30th frame moves on
+    assert env.target[0] == 1 and env.reached[0] == 0  # the 16th frame moves on
     env._advance_targets(np.array([0.3]))  # outside the 0.2 m radius: the count starts again
     assert env.reached[0] == 0
 
