@@ -124,6 +124,32 @@ runs:
 """
 
 
+def on_pty(*args: str, answer: bytes | None = None, after: bytes = b"", timeout: float = 120) -> tuple[int, bytes]:
+    """Run `ppolab ARGS` with a pseudo-terminal as its output (and as its input when `answer` is given,
+    written once `after` has been shown); its exit code and everything it showed."""
+    import pty
+    import time
+
+    main, secondary = pty.openpty()
+    stdin = secondary if answer is not None else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-m", "ppolab", *args], cwd=REPO, stdin=stdin, stdout=secondary,
+                            stderr=secondary, close_fds=True)  # fmt: skip
+    os.close(secondary)
+    seen = b""
+    if answer is not None:
+        deadline = time.time() + timeout
+        while after not in seen and time.time() < deadline:
+            seen += os.read(main, 4096)
+        os.write(main, answer)
+    try:
+        while chunk := os.read(main, 65536):
+            seen += chunk
+    except OSError:  # the terminal closed with the process
+        pass
+    os.close(main)
+    return proc.wait(timeout=timeout), seen
+
+
 def make_sweep(root: Path, n_itr: int = 3) -> Path:
     """A two-run sweep (control and clip 0.3, seed 1) of tiny cartpole runs, in root/sweeps/tiny."""
     d = root / "sweeps" / "tiny"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import yaml
-from conftest import REPO, make_sweep, state_of
+from conftest import REPO, make_sweep, on_pty, state_of
 
 QUICK = [
     "--env",
@@ -144,32 +144,7 @@ def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path)
 
 def answer_no(argv: list[str]) -> tuple[int, bytes]:
     """Run ppolab on a pseudo-terminal, answer its approval question with "n"; (exit code, what it showed)."""
-    import os
-    import pty
-
-    main, secondary = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ppolab", *argv],
-        cwd=REPO,
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        close_fds=True,
-    )
-    os.close(secondary)
-    seen = b""
-    deadline = time.time() + 60
-    while b"[y/N]" not in seen and time.time() < deadline:
-        seen += os.read(main, 4096)
-    os.write(main, b"n\n")
-    proc.wait(timeout=60)
-    try:
-        while chunk := os.read(main, 4096):
-            seen += chunk
-    except OSError:  # the terminal closed with the process
-        pass
-    os.close(main)
-    return proc.returncode, seen
+    return on_pty(*argv, answer=b"n\n", after=b"[y/N]", timeout=60)
 
 
 def test_launch_asks_for_approval_on_a_terminal_and_no_means_nothing_runs(tmp_path):

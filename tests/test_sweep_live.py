@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, make_sweep, run_ppolab, state_of
+from conftest import REPO, make_sweep, on_pty, run_ppolab, state_of
 
 
 def test_the_view_reads_the_sweep_folder_and_shows_runs_under_way(tmp_path):
@@ -46,23 +46,9 @@ def test_the_view_reads_the_sweep_folder_and_shows_runs_under_way(tmp_path):
 
 
 def test_foreground_sweep_on_a_terminal_draws_the_live_view(tmp_path):
-    import pty
-
     d = make_sweep(tmp_path)
-    main, secondary = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ppolab", "sweep", str(d), "--yes"],
-        cwd=REPO, stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, close_fds=True,
-    )  # fmt: skip
-    os.close(secondary)
-    seen = b""
-    try:
-        while chunk := os.read(main, 65536):
-            seen += chunk
-    except OSError:  # the terminal closed with the process
-        pass
-    os.close(main)
-    assert proc.wait(timeout=60) == 0, seen.decode(errors="replace")
+    code, seen = on_pty("sweep", str(d), "--yes")
+    assert code == 0, seen.decode(errors="replace")
     text = seen.decode(errors="replace")
     assert "Steps/s" in text and "control-s1" in text  # the table of the run under way
     assert "Sweep: 2/2 runs done, 0 iterations left" in text and "Sweep finished: 2/2 runs done" in text
