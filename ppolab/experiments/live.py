@@ -26,24 +26,19 @@ def snapshot(sweep_dir: Path, planned: list[PlannedRun]) -> dict:
     the most recent anomaly (a running run's, else that of the last finished run that had one)."""
     rows = status_data(sweep_dir, planned, ask_slurm=False)  # refreshed every few seconds: no squeue
     state = SweepState.read(sweep_dir)
-    active, anomaly = [], None
+    active, live_found, done_found = [], [], []
     for row in rows:
         entry = state.runs.get(row["name"], {}) if state else {}
         if row["state"] == "running":
             metrics = sweep_dir / entry.get("run_dir", "") / "metrics.jsonl"
             iters = read_jsonl(metrics).iterations if metrics.is_file() else []
             active.append({**row, "fps": iters[-1]["fps"] if iters else None})
-            found = find_anomalies(iters) if iters else []
-        else:
-            found = (entry.get("summary") or {}).get("anomalies") or []
-        if found and (anomaly is None or row["state"] == "running" or not anomaly[2]):
-            anomaly = (row["name"], found, row["state"] == "running")
-    return {
-        "rows": rows,
-        "active": active,
-        "sweep": sweep_line(rows),
-        "anomaly": f"{anomaly[0]}: {describe(anomaly[1])}" if anomaly else None,
-    }
+            if found := find_anomalies(iters) if iters else []:
+                live_found.append(f"{row['name']}: {describe(found)}")
+        elif found := (entry.get("summary") or {}).get("anomalies"):
+            done_found.append(f"{row['name']}: {describe(found)}")
+    anomaly = (live_found or done_found or [None])[-1]
+    return {"rows": rows, "active": active, "sweep": sweep_line(rows), "anomaly": anomaly}
 
 
 def run_line(r: dict, total: int) -> str:
