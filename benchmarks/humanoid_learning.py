@@ -41,6 +41,11 @@ def main() -> None:
     ap.add_argument("--run-name", help="the run folder's name (default: ENV-learning-sSEED)")
     ap.add_argument("--continued", metavar="PATH", help="a new run starts from this run's or actor's weights")
     ap.add_argument(
+        "--warm-start",
+        metavar="PATH",
+        help="jvrc_step: a new run starts from a jvrc_walk actor and critic (actor file or run), stepping in place",
+    )
+    ap.add_argument(
         "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
     )
     ap.add_argument(
@@ -67,6 +72,10 @@ def main() -> None:
     cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
     cmd += ["--logdir", args.logdir, "--run-name", run_name]
     cmd += ["--continued", args.continued] if args.continued else []
+    if args.warm_start and not (run_dir / "last.pt").exists():
+        if args.env != "jvrc_step":
+            ap.error("--warm-start: only jvrc_step starts from another env's policy (jvrc_walk's)")
+        cmd += ["--continued", str(warm_start(Path(args.warm_start), run_dir.with_name(run_dir.name + "-init")))]
     if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
         cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
     code = train(cmd)
@@ -110,6 +119,43 @@ def train(cmd: list[str]) -> int:
             return proc.wait()
         except KeyboardInterrupt:
             continue
+
+
+def warm_start(walk_actor: Path, out: Path) -> Path:
+    """jvrc_walk's actor and critic, remapped to jvrc_step's observation, as a new run's start.
+
+    The two observations share their first 31 entries (robot state and clock). jvrc_walk's next six
+    (mode one-hot, command) are folded into the first layer's bias as "in place, no turn", so the
+    policy starts out stepping on the spot; jvrc_step's eight target entries start with zero weights
+    and a unit normaliser. Training from scratch needs LHW's budget (about 40 M steps); a stepping
+    gait is what every plan builds on.
+    """
+    import torch
+
+    from ppolab.envs.jvrc import IN_PLACE
+    from ppolab.envs.jvrc_step import JvrcStepEnv
+    from ppolab.ppo import checkpoint as ckpt
+
+    shared, walk_extra = 31, torch.zeros(6, dtype=torch.float64)
+    walk_extra[IN_PLACE] = 1.0  # one-hot mode; the command (yaw rate, vx, vy) stays 0
+    out.mkdir(parents=True, exist_ok=True)
+    actor_path = ckpt.find_actor(walk_actor)
+    for src, dst in ((actor_path, out / "actor.pt"), (ckpt.critic_beside(actor_path), out / "critic.pt")):
+        data = ckpt.load(src)
+        sd, meta = data["state_dict"], data["meta"]
+        if meta.get("env") not in (None, "jvrc_walk") or sd["norm.mean"].numel() != shared + 6:
+            raise SystemExit(f"--warm-start: {src} is not a jvrc_walk policy")
+        mean, var = sd["norm.mean"], sd["norm.var"]
+        normed = ((walk_extra - mean[shared:]) / torch.sqrt(var[shared:] + 1e-8)).clamp(-10, 10).float()
+        w = sd["net.0.weight"]
+        sd["net.0.bias"] = sd["net.0.bias"] + w[:, shared:] @ normed
+        pad = JvrcStepEnv.obs_dim - shared
+        sd["net.0.weight"] = torch.cat([w[:, :shared], torch.zeros(w.shape[0], pad)], dim=1)
+        sd["norm.mean"] = torch.cat([mean[:shared], torch.zeros(pad, dtype=torch.float64)])
+        sd["norm.var"] = torch.cat([var[:shared], torch.ones(pad, dtype=torch.float64)])
+        meta.update(env="jvrc_step", obs_dim=JvrcStepEnv.obs_dim, env_config=None, warm_start=str(src))
+        ckpt.atomic_save(data, dst)
+    return out / "actor.pt"
 
 
 def checks(env: str, path: Path) -> dict:

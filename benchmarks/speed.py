@@ -11,6 +11,7 @@ bookkeeping; and the minibatch update.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -100,21 +101,31 @@ def random_trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> T
 
 
 def update(cfg: TrainConfig, repeats: int) -> dict:
+    """One iteration's update on one thread, for each minibatch step (`--update exact`: autograd's
+    gradients; `fused`, the default: written out), interleaved so that both see the same machine."""
     torch.set_num_threads(1)
-    actor, critic = build_networks(cfg, 5, 1)
-    opt = FlatAdam(actor, critic, cfg.lr, cfg.eps)
     n = cfg.batch_size
-    storage = RolloutStorage(
-        random_trajectories(cfg.max_traj_len, cfg.num_slots, 5, 1), actor, critic, gamma=cfg.gamma, lam=cfg.lam,
-        recurrent=False, device=torch.device("cpu"),
-    )  # fmt: skip
-    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
-    seconds = best_of(lambda: ppo_update(actor, critic, opt, storage, hp, np.random.default_rng(0)), repeats)
+    runs = {}
+    for path in ("exact", "fused"):
+        actor, critic = build_networks(cfg, 5, 1)
+        opt = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+        storage = RolloutStorage(
+            random_trajectories(cfg.max_traj_len, cfg.num_slots, 5, 1), actor, critic, gamma=cfg.gamma, lam=cfg.lam,
+            recurrent=False, device=torch.device("cpu"),
+        )  # fmt: skip
+        hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, path)
+        runs[path] = functools.partial(ppo_update, actor, critic, opt, storage, hp, np.random.default_rng(0))
+    times: dict[str, list[float]] = {path: [] for path in runs}
+    for _ in range(repeats):  # interleaved: exact, fused, exact, fused, ...
+        for path, fn in runs.items():
+            times[path].append(best_of(fn, 1))
+    best = {path: min(t) for path, t in times.items()}
     minibatches = cfg.epochs * -(-n // cfg.minibatch_size)
     return {
-        "seconds_per_iteration": seconds,
+        "seconds_per_iteration": best["fused"],
+        "exact_seconds_per_iteration": best["exact"],
         "minibatches": minibatches,
-        "ms_per_minibatch": 1e3 * seconds / minibatches,
+        "ms_per_minibatch": 1e3 * best["fused"] / minibatches,
     }
 
 
@@ -190,7 +201,8 @@ def main() -> None:
         print(f"  {key:<20} {b[key] * 1e3:7.1f}")
     print(
         f"update: {u['seconds_per_iteration'] * 1e3:.0f} ms per iteration, {u['minibatches']} minibatches, "
-        f"{u['ms_per_minibatch']:.2f} ms each"
+        f"{u['ms_per_minibatch']:.2f} ms each (--update exact: {u['exact_seconds_per_iteration'] * 1e3:.0f} ms, "
+        f"{u['exact_seconds_per_iteration'] / u['seconds_per_iteration']:.2f}x)"
     )
     env = make_env(cfg.env, 1)
     gflop, peak = update_gflop(cfg, env.obs_dim, env.act_dim), matmul_gflops()

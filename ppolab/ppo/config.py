@@ -48,6 +48,11 @@ class TrainConfig(BaseModel):
         None, ge=0, le=2**32 - 1, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
     )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="device for the update (sampling is on CPU)")
+    update: Literal["fused", "exact"] = Field(
+        "fused",
+        description="minibatch gradients: fused (written out for MLPs, faster; equal to exact within float32 "
+        "rounding) or exact (autograd's, the reference; LSTMs always use it)",
+    )
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")

@@ -197,7 +197,7 @@ def train(
     s = setup(cfg, resume_dir, sampler_procs, backend, out)
     cfg = s.cfg
     previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
-    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm)
+    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
     mirror = mirror_loss(s)
     threads = update_threads(list(cfg.hidden_sizes), available_cores())
     itr, interrupted, no_space = s.start_itr, False, None

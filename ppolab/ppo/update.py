@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ppolab.ppo import fused_step
+from ppolab.ppo.fused_step import FusedStep
 from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_log_prob
 from ppolab.ppo.storage import RolloutStorage
 
@@ -19,7 +21,7 @@ def update_threads(hidden_sizes: list[int], cores: int) -> int:
     """Intra-op threads for the update: the second core idles while the learner works, and for 256-wide
     layers a second thread made the jvrc_walk update 5-17% faster in interleaved runs (benchmarks/README.md);
     64-wide layers gain nothing. The matmuls split rows and columns, not sums, so the results are the same to the last
-    bit with 1 or 2 threads (tests/test_update_threads.py checks it on the machine that runs it)."""
+    bit with 1 or 2 threads (tests/test_update.py checks it on the machine that runs it)."""
     return min(2, cores) if max(hidden_sizes, default=0) >= WIDE else 1
 
 
@@ -49,6 +51,7 @@ class Hyper:
     clip: float
     entropy_coeff: float
     max_grad_norm: float
+    update: str = "fused"  # or "exact": autograd's gradients (see ppolab/ppo/fused_step.py)
 
 
 class FlatAdam:
@@ -120,6 +123,41 @@ def update_stats(losses: dict[str, list[torch.Tensor]], ratios: list[torch.Tenso
     }
 
 
+class AutogradStep:
+    """The reference minibatch step (`--update exact`, and the LSTM networks): the loss from torch ops,
+    its gradients from autograd. Returns the policy, value and mirror losses and the ratios."""
+
+    def __init__(self, actor, critic, optimizer: FlatAdam, hp: Hyper, mirror: Mirror | None) -> None:
+        self.actor, self.critic, self.optimizer, self.mirror = actor, critic, optimizer, mirror
+        self.clip, self.entropy_coeff = hp.clip, hp.entropy_coeff
+
+    def __call__(self, mb) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        mean, std = mb.policy(self.actor)
+        ratio = (gaussian_log_prob(mean, std, mb.actions) - mb.logprobs).exp()
+        pg_loss = surrogate_loss(ratio, mb.advantages, self.clip)
+        critic_loss = 0.5 * ((mb.value(self.critic) - mb.returns) ** 2).mean()
+        if self.entropy_coeff:
+            loss = pg_loss - self.entropy_coeff * gaussian_entropy(std).mean() + critic_loss
+        else:  # the same sum to the last bit (pg - 0 * entropy == pg), without the entropy's ops
+            loss = pg_loss + critic_loss
+        mirror_loss = None
+        if self.mirror is not None and mb.mirror_obs is not None:
+            mirrored, _ = mb.policy(self.actor, mb.mirror_obs)
+            mirror_loss = ((mean - mirrored[:, self.mirror.act_perm] * self.mirror.act_sign) ** 2).mean()
+            loss = loss + self.mirror.coeff * mirror_loss
+        self.optimizer.zero_grad()
+        loss.backward()  # disjoint parameters: one backward serves both networks
+        mirror_loss = None if mirror_loss is None else mirror_loss.detach()
+        return pg_loss.detach(), critic_loss.detach(), mirror_loss, ratio.detach()
+
+
+def minibatch_step(actor, critic, optimizer: FlatAdam, hp: Hyper, mirror: Mirror | None) -> AutogradStep | FusedStep:
+    """The fused step where it applies (MLP networks) unless `--update exact` asks for autograd's."""
+    if hp.update == "fused" and fused_step.supports(actor, critic):
+        return FusedStep(actor, critic, hp.clip, hp.entropy_coeff, mirror)
+    return AutogradStep(actor, critic, optimizer, hp, mirror)
+
+
 def ppo_update(
     actor,
     critic,
@@ -130,31 +168,17 @@ def ppo_update(
     mirror: Mirror | None = None,
 ) -> dict[str, float]:
     """Run the epochs over the storage's minibatches (rows or LSTM segments); return the iteration's metrics."""
+    step = minibatch_step(actor, critic, optimizer, hp, mirror)
     actor_losses, critic_losses, mirror_losses, ratios = [], [], [], []
     for _ in range(hp.epochs):
         for mb in storage.minibatches(hp.minibatch_size, rng):
-            mean, std = mb.policy(actor)
-            ratio = (gaussian_log_prob(mean, std, mb.actions) - mb.logprobs).exp()
-            pg_loss = surrogate_loss(ratio, mb.advantages, hp.clip)
-            critic_loss = 0.5 * ((mb.value(critic) - mb.returns) ** 2).mean()
-            if hp.entropy_coeff:
-                loss = pg_loss - hp.entropy_coeff * gaussian_entropy(std).mean() + critic_loss
-            else:  # the same sum to the last bit (pg - 0 * entropy == pg), without the entropy's ops
-                loss = pg_loss + critic_loss
-            if mirror is not None and mb.mirror_obs is not None:
-                mirrored, _ = mb.policy(actor, mb.mirror_obs)
-                mirror_loss = ((mean - mirrored[:, mirror.act_perm] * mirror.act_sign) ** 2).mean()
-                loss = loss + mirror.coeff * mirror_loss
-                mirror_losses.append(mirror_loss.detach())
-
-            optimizer.zero_grad()
-            # disjoint parameters: one backward serves both networks
-            loss.backward()
+            pg_loss, critic_loss, mirror_loss, ratio = step(mb)
             optimizer.step(hp.max_grad_norm)
-
-            actor_losses.append(pg_loss.detach())
-            critic_losses.append(critic_loss.detach())
-            ratios.append(ratio.detach())
+            actor_losses.append(pg_loss)
+            critic_losses.append(critic_loss)
+            ratios.append(ratio)
+            if mirror_loss is not None:
+                mirror_losses.append(mirror_loss)
 
     kl, std = storage.kl(actor)
     losses = {"actor_loss": actor_losses, "critic_loss": critic_losses, "mirror_loss": mirror_losses}

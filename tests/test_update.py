@@ -1,0 +1,88 @@
+"""The update's paths: a second intra-op thread (wide networks) gives the same numbers to the last bit,
+and the fused minibatch step (hand-written gradients) matches autograd's within float32 rounding."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from ppolab.envs import make_env
+from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.rollout import Trajectories
+from ppolab.ppo.storage import RolloutStorage
+from ppolab.ppo.trainer import build_networks
+from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update, torch_threads, update_threads
+
+
+def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajectories:
+    rng = np.random.default_rng(0)
+    ended = rng.random((steps, slots)) < 0.02
+    ended[-1] = True
+    return Trajectories(
+        obs=rng.standard_normal((steps, slots, obs_dim), dtype=np.float32),
+        actions=0.2 * rng.standard_normal((steps, slots, act_dim), dtype=np.float32),
+        rewards=rng.standard_normal((steps, slots), dtype=np.float32),
+        terminated=ended & (rng.random((steps, slots)) < 0.5),
+        ended=ended,
+        final_obs=rng.standard_normal((steps, slots, obs_dim), dtype=np.float32),
+        ep_return=np.full((steps, slots), np.nan),
+        ep_length=np.full((steps, slots), np.nan),
+    )
+
+
+def one_update(cfg: TrainConfig, threads: int = 1) -> tuple[torch.Tensor, dict]:
+    env = make_env(cfg.env, 1)
+    torch.manual_seed(0)
+    actor, critic = build_networks(cfg, env.obs_dim, env.act_dim)
+    actor, critic = copy.deepcopy(actor), copy.deepcopy(critic)
+    optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+    sym = env.symmetry if cfg.mirror else None
+    mirror = None
+    if sym is not None:
+        mirror = Mirror(torch.from_numpy(sym.act.perm), torch.from_numpy(sym.act.sign).float(), cfg.mirror_coeff)
+    traj = trajectories(100, 6, env.obs_dim, env.act_dim)
+    actor.norm.update(traj.obs)
+    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
+    with torch_threads(threads):
+        storage = RolloutStorage(traj, actor, critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent,
+                                 device=torch.device("cpu"), mirror_obs=None if sym is None else sym.obs)  # fmt: skip
+        stats = ppo_update(actor, critic, optimizer, storage, hp, np.random.default_rng(1), mirror)
+    return optimizer.flat.clone(), stats
+
+
+@pytest.mark.parametrize(("recurrent", "update"), [(False, "fused"), (False, "exact"), (True, "exact")])
+def test_one_and_two_threads_update_a_wide_network_identically(recurrent, update):
+    cfg = TrainConfig(env="jvrc_walk", recurrent=recurrent, epochs=2, update=update)  # preset: 256 x 256, mb 64
+    assert update_threads(list(cfg.hidden_sizes), cores=2) == 2 and update_threads([64, 64], cores=2) == 1
+    one, stats_one = one_update(cfg, 1)
+    two, stats_two = one_update(cfg, 2)
+    assert torch.equal(one, two) and stats_one == stats_two
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"env": "jvrc_walk", "epochs": 2},  # ReLU 256 x 256, fixed std, mirror loss
+        {"env": "cartpole", "epochs": 2, "num_procs": 2, "max_traj_len": 300},  # tanh 64 x 64, learned std, entropy
+        {"env": "cartpole", "epochs": 1, "learn_std": False, "entropy_coeff": 0.0, "hidden_sizes": [32, 16, 8]},
+    ],
+)
+def test_the_fused_step_matches_autograd(settings):
+    exact, stats_exact = one_update(TrainConfig(**settings, update="exact"))
+    fused, stats_fused = one_update(TrainConfig(**settings, update="fused"))
+    moved = (exact - one_update(TrainConfig(**settings, update="exact", lr=1e-12))[0]).abs().max()
+    assert (exact - fused).abs().max() < 1e-3 * moved  # rounding, far below what one update changes
+    for key, value in stats_exact.items():
+        assert stats_fused[key] == pytest.approx(value, rel=1e-3, abs=1e-6), key
+
+
+def test_a_wrong_gradient_is_caught():
+    """The comparison above can fail: a fused step with the mirror loss's weight doubled differs."""
+    cfg = TrainConfig(env="jvrc_walk", epochs=1)
+    exact, _ = one_update(TrainConfig(env="jvrc_walk", epochs=1, update="exact", mirror_coeff=0.8))
+    fused, _ = one_update(cfg)
+    moved = (exact - one_update(TrainConfig(env="jvrc_walk", epochs=1, update="exact", lr=1e-12))[0]).abs().max()
+    assert (exact - fused).abs().max() > 1e-3 * moved
