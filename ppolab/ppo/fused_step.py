@@ -8,7 +8,7 @@ per network that keeps each layer's output, the loss's gradient in closed form, 
 matmuls written straight into the optimiser's flat gradient (ppolab.ppo.update.FlatAdam).
 
 The mathematics is the autograd path's, term for term (clipped surrogate, value loss, entropy bonus,
-mirror loss), and tests/test_fused_step.py checks the gradients against autograd's. The float32
+mirror loss), and tests/test_update.py checks the result against autograd's. The float32
 results differ from it in the last bits (another summation order in a few matmuls), so a seed's
 metrics agree with `--update exact` to a tolerance, not bit for bit; within each path runs are
 bit-identical and resume is exact.
