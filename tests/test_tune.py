@@ -217,3 +217,30 @@ def test_peak_eval_scores_a_trial_by_its_best_evaluation_and_reports_the_best_so
     steps = sorted(trial.intermediate_values)
     reported = [trial.intermediate_values[k] for k in steps]
     assert reported == sorted(reported) and reported[-1] == pytest.approx(trial.value)  # the best so far, rising
+
+
+def test_a_trial_far_below_the_median_is_pruned_and_its_run_stopped(tmp_path):
+    """The median pruner at work, deterministically: after one real trial, five finished trials that
+    scored 10^6 at every step are added to the study through Optuna's public API; the next real trial
+    is then below their median from its first report past the warm-up, so it is pruned there."""
+    n_itr = 40
+    write(tmp_path, "params:\n  lr: {type: categorical, choices: [0.001]}\n  n_itr: %d\n" % n_itr)
+    args = ["tune", *TINY, "--space", "space.yaml", "--study", "p", "--sampler", "random"]
+    first = run_ppolab(*args, "--n-trials", "1", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    storage = "sqlite:///" + str(tmp_path / "experiments/tune/p.db")
+    study = optuna.load_study(study_name="p", storage=storage)
+    lr = optuna.distributions.CategoricalDistribution([0.001])
+    for _ in range(5):
+        study.add_trial(optuna.trial.create_trial(
+            params={"lr": 0.001}, distributions={"lr": lr}, value=1e6,
+            intermediate_values={step: 1e6 for step in range(n_itr)},
+        ))  # fmt: skip
+    again = run_ppolab(*args, "--n-trials", "7", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    trials = optuna.load_study(study_name="p", storage=storage).trials
+    assert trials[6].state == TrialState.PRUNED and "Trial 6: pruned (cartpole-s1 at iteration" in again.stdout
+    warmup = n_itr // 4
+    assert warmup <= max(trials[6].intermediate_values) < n_itr - 1  # pruned past the warm-up, before the end
+    run = tmp_path / "experiments/tune/p/trial-0006/cartpole-s1"
+    assert len(read_jsonl(run / "metrics.jsonl").iterations) < n_itr  # the run was stopped, not finished
