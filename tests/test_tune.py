@@ -224,7 +224,7 @@ def test_a_trial_far_below_the_median_is_pruned_and_its_run_stopped(tmp_path):
     scored 10^6 at every step are added to the study through Optuna's public API; the next real trial
     is then below their median from its first report past the warm-up, so it is pruned there."""
     n_itr = 40
-    write(tmp_path, "params:\n  lr: {type: categorical, choices: [0.001]}\n  n_itr: %d\n" % n_itr)
+    write(tmp_path, f"params:\n  lr: {{type: categorical, choices: [0.001]}}\n  n_itr: {n_itr}\n")
     args = ["tune", *TINY, "--space", "space.yaml", "--study", "p", "--sampler", "random"]
     first = run_ppolab(*args, "--n-trials", "1", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
