@@ -213,7 +213,7 @@ def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp
     import yaml
 
     good = tmp_path / "env.yaml"
-    good.write_text("kp: {hip: 150}\nrandomization: {enabled: false}\ncontrol_dt: 0.02\n")
+    good.write_text("kp: {hip: 150}\nrandomization: {enabled: false}\ncontrol_dt: 0.02\nsolver: pgs\n")
     proc = run_ppolab(
         "train", "--env", "h1", "--yaml", str(good), "--n-itr", "1", "--num-procs", "2", "--max-traj-len", "20",
         "--minibatch-size", "8", "--eval-episodes", "1", "--seed", "1", "--logdir", str(tmp_path / "logs"),
@@ -222,7 +222,7 @@ def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp
     (run_dir,) = (tmp_path / "logs").iterdir()
     saved = yaml.safe_load((run_dir / "env.yaml").read_text())
     assert saved["kp"]["hip"] == 150 and saved["kp"]["knee"] == 300 and saved["control_dt"] == 0.02
-    assert saved["randomization"]["enabled"] is False
+    assert saved["randomization"]["enabled"] is False and saved["solver"] == "pgs"
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("randomization: {push_forse: 3}\n")
@@ -232,6 +232,15 @@ def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp
         f"ppolab train: error: {bad}: unknown key 'randomization.push_forse' for env h1; did you mean 'push_force'?"
     )
     assert not (tmp_path / "bad-logs").exists()
+
+
+def test_the_solver_setting_reaches_every_envs_model_and_leaves_the_cached_one_as_built():
+    import mujoco
+
+    pgs = make_env("jvrc_walk", 2, {"solver": "pgs", "solver_iterations": 50})
+    assert {(m.opt.solver, m.opt.iterations) for m in pgs.batch.models} == {(mujoco.mjtSolver.mjSOL_PGS, 50)}
+    default = make_env("jvrc_walk", 2)
+    assert {(m.opt.solver, m.opt.iterations) for m in default.batch.models} == {(mujoco.mjtSolver.mjSOL_NEWTON, 100)}
 
 
 @pytest.mark.parametrize("name", ["jvrc_step"])  # h1 trains in the --yaml test, every env in test_recurrent

@@ -57,6 +57,10 @@ class HumanoidConfig(BaseModel):
     )
     init_joint_noise: float = Field(0.02, ge=0, description="radians of noise on the initial joint angles")
     randomization: Randomization = Randomization()
+    solver: Literal["newton", "pgs", "cg"] = Field(
+        "newton", description="MuJoCo's constraint solver (LearningHumanoidWalking: pgs, 50 iterations)"
+    )
+    solver_iterations: int = Field(100, gt=0, le=10_000, description="the solver's iteration cap")
 
 
 def gain(table: dict[str, float], joint: str) -> float:
@@ -136,6 +140,19 @@ class RobotLayout:
         )
 
 
+SOLVERS = {"newton": mujoco.mjtSolver.mjSOL_NEWTON, "pgs": mujoco.mjtSolver.mjSOL_PGS, "cg": mujoco.mjtSolver.mjSOL_CG}
+
+
+def with_solver(model: mujoco.MjModel, cfg: HumanoidConfig) -> mujoco.MjModel:
+    """The model with the config's constraint solver: a copy where it differs, so a cached model stays as built."""
+    solver = SOLVERS[cfg.solver]
+    if model.opt.solver == solver and model.opt.iterations == cfg.solver_iterations:
+        return model
+    model = copy.copy(model)
+    model.opt.solver, model.opt.iterations = solver, cfg.solver_iterations
+    return model
+
+
 class HumanoidBatch:
     """`num_envs` copies of a humanoid: leg servos driven by actions, state gathered into arrays.
 
@@ -152,6 +169,7 @@ class HumanoidBatch:
         nominal_qpos: np.ndarray,
         own_models: bool = False,
     ) -> None:
+        model = with_solver(model, cfg)
         self.base = model
         self.layout = layout
         self.cfg = cfg
