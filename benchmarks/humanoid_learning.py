@@ -12,11 +12,14 @@ Then the behaviour checks (ppolab/ppo/behaviour.py), since a policy can earn muc
 walking reward standing: jvrc_walk walks (0.3 m/s for 10 s: all 8 envs up, >= 80% of the
 distance, >= 8 alternating touchdowns per foot), stands (drift < 0.1 m) and turns in place;
 h1 stands 10 s under pushes. `--check PATH` runs only the checks on a policy (a run folder or
-pretrained/ENV); `--curve` adds the walk check of every saved checkpoint against wall time.
+pretrained/ENV); `--curve` adds the walk check (jvrc_walk) or the footstep check (jvrc_step) of every
+saved checkpoint against wall time.
 
     python benchmarks/humanoid_learning.py --env jvrc_walk          # trains to the preset's n_itr, resumable
     python benchmarks/humanoid_learning.py --env jvrc_walk --check pretrained/jvrc_walk
     python benchmarks/humanoid_learning.py --env jvrc_walk --ship 1900   # actor_1900.pt -> pretrained/jvrc_walk
+    python benchmarks/humanoid_learning.py --env jvrc_step --run-name jvrc_step-from-walk-s1 \
+        --warm-start benchmarks/runs/jvrc_walk-fastclock-s1/actor_300.pt   # jvrc_step from a walking policy
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def main() -> None:
         "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
     )
     ap.add_argument(
-        "--curve", action="store_true", help="jvrc_walk: the walk check of every checkpoint vs wall time (no training)"
+        "--curve", action="store_true", help="the walk or footstep check of every checkpoint vs wall time (no training)"
     )
     ap.add_argument(
         "--ship", type=int, metavar="ITERATION", help="ship actor_ITERATION.pt to pretrained/ENV (no training)"
@@ -65,7 +68,7 @@ def main() -> None:
         return
     if args.curve:  # the curve so far, without training further
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-        for point in walk_curve(run_dir, rows):
+        for point in check_curve(args.env, run_dir, rows):
             print(json.dumps(point))
         return
     n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
@@ -102,8 +105,8 @@ def main() -> None:
         "command": " ".join(cmd[2:]),
     }
     summary["checks"] = checks(args.env, run_dir)
-    if args.env == "jvrc_walk":
-        summary["walk_curve"] = walk_curve(run_dir, rows)
+    if args.env != "h1":
+        summary["check_curve"] = check_curve(args.env, run_dir, rows)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot(iters, evals, RESULTS / f"{args.env}_learning.png", args.env)
@@ -193,24 +196,27 @@ def ship(env: str, run_dir: Path, iteration: int) -> Path:
     return out
 
 
-def walk_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
-    """The walk check's score of every saved actor_<itr>.pt against the wall time of its iteration.
+def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
+    """The env's main check (jvrc_walk: walk; jvrc_step: footsteps) of every saved actor_<itr>.pt,
+    against the env steps and wall time of its iteration.
 
-    Results are kept in RUN_DIR/walk_curve.jsonl, so each checkpoint is checked once, also across
+    Results are kept in RUN_DIR/<check>_curve.jsonl, so each checkpoint is checked once, also across
     sessions (the checkpoints themselves need not be kept).
     """
     from ppolab.ppo import behaviour
 
-    cache = run_dir / "walk_curve.jsonl"
+    name, check = ("walk", behaviour.walk) if env == "jvrc_walk" else ("footsteps", behaviour.footsteps)
+    keys = ("score", "distance_share", "still_up") if name == "walk" else ("min_share", "targets_hit", "still_up")
+    cache = run_dir / f"{name}_curve.jsonl"
     curve = {r["iteration"]: r for r in map(json.loads, cache.read_text().splitlines())} if cache.exists() else {}
-    times = {r["iteration"]: r["total_time"] for r in rows if r["type"] == "iteration"}
+    its = {r["iteration"]: r for r in rows if r["type"] == "iteration"}
     for path in sorted(run_dir.glob("actor_*.pt"), key=lambda p: int(p.stem.split("_")[1])):
         itr = int(path.stem.split("_")[1])
         if itr in curve:
             continue
-        result = behaviour.walk(path)
-        curve[itr] = {"iteration": itr, "wall_s": times.get(itr), "score": result["score"], "passed": result["passed"],
-                      "distance_share": result["distance_share"], "still_up": result["still_up"]}  # fmt: skip
+        result, row = check(path), its.get(itr, {})
+        curve[itr] = {"iteration": itr, "env_steps": row.get("total_steps"), "wall_s": row.get("total_time"),
+                      "passed": result["passed"], **{k: result[k] for k in keys}}  # fmt: skip
         with cache.open("a") as f:
             f.write(json.dumps(curve[itr]) + "\n")
     return [curve[k] for k in sorted(curve)]
