@@ -144,6 +144,8 @@ def warm_start(walk_actor: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     actor_path = ckpt.find_actor(walk_actor)
     for src, dst in ((actor_path, out / "actor.pt"), (ckpt.critic_beside(actor_path), out / "critic.pt")):
+        if not src.is_file():  # a shipped policy has no critic: it starts fresh
+            continue
         data = ckpt.load(src)
         sd, meta = data["state_dict"], data["meta"]
         if meta.get("env") not in (None, "jvrc_walk") or sd["norm.mean"].numel() != shared + 6:
