@@ -2,8 +2,10 @@
 
     python benchmarks/filmstrip.py PATH OUT.png [--mode forward|standing] [--speed 0.3] [--seconds 8] [--frames 6]
     python benchmarks/filmstrip.py pretrained/h1 docs/h1.png --pushes
+    python benchmarks/filmstrip.py pretrained/jvrc_step docs/jvrc_step.png --plan lateral
 
-jvrc_walk's command is held (forward at --speed, or standing) so the strip shows that behaviour.
+jvrc_walk's command is held (forward at --speed, or standing) so the strip shows that behaviour;
+jvrc_step follows one kind of footstep plan (--plan), on flat ground.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def main() -> None:
     ap.add_argument("--speed", type=float, default=0.3)
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--frames", type=int, default=6)
+    ap.add_argument("--plan", default="forward", help="jvrc_step: forward, backward, lateral, curved or standing")
     ap.add_argument("--pushes", action="store_true", help="the env's randomisation on: pushes, masses, friction (h1)")
     args = ap.parse_args()
 
@@ -40,6 +43,13 @@ def main() -> None:
     actor, meta = load_actor(Path(args.path))
     fields = env_class(meta["env"]).Config.model_fields
     wanted = {"visuals": True, "stand_switch_prob": 0.0, "walk_switch_prob": 0.0}  # meshes on, the command held
+    if meta["env"] == "jvrc_step":
+        from ppolab.envs.jvrc_step import PLANS
+
+        if args.plan not in PLANS:
+            ap.error(f"--plan: choose one of {', '.join(PLANS)}")
+        wanted["plan_probs"] = [1.0 if p == args.plan else 0.0 for p in PLANS]
+        wanted["stair_ramp_start"] = 10**9
     if args.pushes:
         wanted["randomization"] = {**(meta.get("env_config") or {}).get("randomization", {}), "enabled": True}
     overrides = {**(meta.get("env_config") or {}), **{k: v for k, v in wanted.items() if k in fields}}
@@ -60,7 +70,8 @@ def main() -> None:
             frames.append(renderer.render().copy())
     renderer.close()
     imageio.imwrite(args.out, np.concatenate(frames, axis=1))
-    print(f"{args.out}: {len(frames)} frames over {args.seconds:g} s, x = {env.batch.qpos[0, 0]:.2f} m at the end")
+    x, y = env.batch.qpos[0, 0], env.batch.qpos[0, 1]
+    print(f"{args.out}: {len(frames)} frames over {args.seconds:g} s, at x = {x:.2f} m, y = {y:.2f} m at the end")
 
 
 if __name__ == "__main__":

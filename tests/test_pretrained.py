@@ -25,6 +25,14 @@ def test_the_shipped_h1_policy_stands_under_pushes():
     assert result["still_up"] == 4, result
 
 
+def test_the_shipped_jvrc_step_policy_follows_forward_and_lateral_footsteps():
+    """Three seconds on a forward and on a lateral plan: every env up and past its first targets (a policy
+    that steps in place stays at the first one or two)."""
+    result = behaviour.footsteps(Path(PRETRAINED / "jvrc_step"), steps=120, n=4)
+    assert result["still_up"] == 4
+    assert min(result["targets_hit"]) >= 3, result
+
+
 def test_every_shipped_policy_carries_its_env_settings_in_full():
     """So that a later change of an env's defaults does not change a shipped policy."""
     import yaml
