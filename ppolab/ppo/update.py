@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ppolab.ppo import fused_step
-from ppolab.ppo.fused_step import FusedStep
+from ppolab.ppo.fused_step import FusedStep, supports
 from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_log_prob
 from ppolab.ppo.storage import RolloutStorage
 
@@ -153,7 +152,7 @@ class AutogradStep:
 
 def minibatch_step(actor, critic, optimizer: FlatAdam, hp: Hyper, mirror: Mirror | None) -> AutogradStep | FusedStep:
     """The fused step where it applies (MLP networks) unless `--update exact` asks for autograd's."""
-    if hp.update == "fused" and fused_step.supports(actor, critic):
+    if hp.update == "fused" and supports(actor, critic):
         return FusedStep(actor, critic, hp.clip, hp.entropy_coeff, mirror)
     return AutogradStep(actor, critic, optimizer, hp, mirror)
 
