@@ -173,9 +173,9 @@ def trend(x: np.ndarray, y: np.ndarray, phi: float) -> Trend | None:
         t = math.copysign(math.inf, slope) if slope else 0.0
     else:
         t = slope / se
-    from scipy import stats  # here: building the CLI's parser (Thresholds) stays fast
+    from ppolab.analysis.stats import t_sf  # here: building the CLI's parser (Thresholds) stays fast
 
-    return Trend(slope, t, float(stats.t.sf(-t, df)), float(stats.t.sf(t, df)))
+    return Trend(slope, t, t_sf(-t, df), t_sf(t, df))
 
 
 def end_trend(iters: list[dict], window: float) -> tuple[Trend, np.ndarray, np.ndarray] | None:

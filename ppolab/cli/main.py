@@ -217,7 +217,6 @@ def make_parser() -> Parser:
 
 def run_train(ns: argparse.Namespace) -> int:
     from ppolab.ppo.run_files import load_config
-    from ppolab.ppo.trainer import train
 
     given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
     if ns.sampler_procs is not None and ns.sampler_procs < 1:
@@ -251,6 +250,8 @@ def run_train(ns: argparse.Namespace) -> int:
         from ppolab.ppo.ray_sampler import check_address
 
         check_address()  # before a run folder exists
+    from ppolab.ppo.trainer import train  # torch: after the checks, so that a mistake is told at once
+
     lock = None if ns.no_lock else _take_machine_lock(cfg, resume_dir)
     try:
         _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs, backend=ns.backend)
@@ -287,6 +288,8 @@ def _check_mirror(cfg: TrainConfig, given: dict) -> None:
 
 def _check_policy_file(option: str, path: Path) -> None:
     """Fail early, naming the flag, when a policy path is missing or unreadable."""
+    if not path.exists():  # before importing torch: a mistyped path is told at once
+        raise UserError(f"{option}: {path}: no such file")
     from ppolab.ppo import checkpoint as ckpt
 
     try:
@@ -296,11 +299,11 @@ def _check_policy_file(option: str, path: Path) -> None:
 
 
 def run_eval(ns: argparse.Namespace) -> int:
-    from ppolab.ppo.playback import play
-
     if ns.episodes < 1:
         raise UserError("--episodes: must be at least 1")
     _check_policy_file("--path", Path(ns.path))
+    from ppolab.ppo.playback import play
+
     play(Path(ns.path), episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, video=ns.video)
     return 0
 

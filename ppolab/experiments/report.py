@@ -27,6 +27,7 @@ from ppolab.util.files import atomic_write_text
 from ppolab.util.progress import Progress
 
 TRACKER = "experiment-tracker.md"
+MARGINS = {"left": 0.08, "right": 0.98, "bottom": 0.12, "top": 0.9, "wspace": 0.25, "hspace": 0.35}
 
 
 def _curves(config: Configuration, key: str, x_key: str = "iteration", evals: bool = False):
@@ -80,14 +81,15 @@ def plot(
         ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.judged)})")
         ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    # fixed margins: constrained layout measured every label again and took half of each figure's time
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw=MARGINS)
     for i, c in enumerate(configs):
         band(axes[0], c, i, _curves(c, "mean_eprew"))
         band(axes[1], c, i, _curves(c, "mean_eprew", x_key="total_time"))
     axes[0].set(xlabel="iteration", ylabel="mean episode reward (training)", title="Learning curve")
     axes[1].set(xlabel="wall time (s)", ylabel="mean episode reward (training)", title="Against wall time")
     if fps_warning:  # the machine's load differed between runs: say so on the plot itself
-        axes[1].set_title("Against wall time (throughput differed between runs: confounded by machine load)")
+        axes[1].set_title("Against wall time\n(throughput differed between runs: confounded by machine load)")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
@@ -96,7 +98,7 @@ def plot(
     files.append("learning_curves.png")
     progress and progress.advance()
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(7, 4.5), gridspec_kw=MARGINS)
     for i, c in enumerate(configs):
         band(ax, c, i, _curves(c, "reward", evals=True))
     ax.set(xlabel="iteration", ylabel="eval reward (deterministic policy)", title="Evaluation")
@@ -113,7 +115,7 @@ def plot(
         ("clip_fraction", "clip fraction", th.clip_fraction, "linear"),
         ("critic_loss", "critic loss", th.critic_loss, "log"),
     ]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 7), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), gridspec_kw={**MARGINS, "bottom": 0.08, "top": 0.95})
     for ax, (key, label, limit, scale) in zip(axes.flat, panels):
         for i, c in enumerate(configs):
             band(ax, c, i, _curves(c, key))

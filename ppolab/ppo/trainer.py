@@ -34,10 +34,9 @@ from ppolab.ppo.run_files import MARKER, MetricsLog, create_run_dir, record_resu
 from ppolab.ppo.sampling import make_sampler
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
-from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update, torch_threads, update_threads
+from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
-from ppolab.util.system import available_cores
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
@@ -199,7 +198,6 @@ def train(
     previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
     mirror = mirror_loss(s)
-    threads = update_threads(list(cfg.hidden_sizes), available_cores())
     itr, interrupted, no_space = s.start_itr, False, None
     try:
         if resume_dir is None and not cfg.continued:
@@ -210,13 +208,12 @@ def train(
                 sampling_params(s.actor), seed=s.seed, stream=TRAIN_STREAM, iteration=itr, steps=cfg.max_traj_len
             )
             t1 = time.perf_counter()
-            with torch_threads(threads):
-                storage = RolloutStorage(
-                    traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
-                    mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
-                )  # fmt: skip
-                update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
-                stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror)
+            storage = RolloutStorage(
+                traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
+                mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
+            )  # fmt: skip
+            update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
+            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror)
             s.actor.norm.update(traj.obs)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
@@ -244,7 +241,9 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     if seed_drawn:
         cfg = cfg.model_copy(update={"seed": int(np.random.SeedSequence().entropy % 2**31)})
     device = resolve_device(cfg.device)
-    torch.set_num_threads(1)  # small networks: one thread is fastest, and results don't depend on cores
+    # One thread: results don't depend on the cores, and while another process is busy a second intra-op
+    # thread made the jvrc_walk update 8-30x slower (benchmarks/README.md), for 5-17% on an idle machine.
+    torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
     env_overrides = env_config.load_saved(resume_dir, cfg.env) if resume_dir else None
     if resume_dir is None:

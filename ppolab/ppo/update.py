@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,26 +10,6 @@ import torch
 from ppolab.ppo.fused_step import FusedStep, supports
 from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_log_prob
 from ppolab.ppo.storage import RolloutStorage
-
-WIDE = 128  # hidden layers at least this wide are worth a second intra-op thread in the update
-
-
-def update_threads(hidden_sizes: list[int], cores: int) -> int:
-    """Intra-op threads for the update: the second core idles while the learner works, and for 256-wide
-    layers a second thread made the jvrc_walk update 5-17% faster in interleaved runs (benchmarks/README.md);
-    64-wide layers gain nothing. The matmuls split rows and columns, not sums, so the results are the same to the last
-    bit with 1 or 2 threads (tests/test_update.py checks it on the machine that runs it)."""
-    return min(2, cores) if max(hidden_sizes, default=0) >= WIDE else 1
-
-
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @dataclass
