@@ -95,17 +95,10 @@ class MachineLock:
 
 
 def hold_machine(owner: dict, wait: bool, say: Callable[[str], None]) -> MachineLock:
-    """The machine lock for a sweep or a study (one training job at a time), queueing or refusing when busy.
-
-    Then the trainer (torch, TensorBoard) is imported once, so every run forked from here starts at once.
-    """
+    """The machine lock for a sweep or a study (one training job at a time), queueing or refusing when busy."""
     lock = MachineLock(owner)
     if not lock.acquire(
         wait, on_wait=lambda who: say(f"Waiting for {who} to finish: one training job at a time on this machine.")
     ):
         raise UserError(f"the machine is busy with {lock.holder()}; wait for it, or drop --no-wait to queue")
-    import torch.utils.tensorboard  # noqa: F401
-
-    import ppolab.ppo.trainer  # noqa: F401
-
     return lock

@@ -12,10 +12,6 @@ dimensions and network shape so that `ppolab eval` can rebuild the policy.
 from __future__ import annotations
 
 import io
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,30 +19,7 @@ import torch
 
 from ppolab.errors import UserError
 from ppolab.util.files import atomic_write_bytes
-
-
-@contextmanager
-def deferred_signals() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM until the block ends, then deliver them.
-
-    A KeyboardInterrupt raised inside torch.save's C++ writer surfaces as a RuntimeError
-    ("unexpected pos"), not as an interrupt; holding the signal lets the save finish and
-    the trainer then stops cleanly at the next line.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in handlers:
-        signal.signal(s, lambda signum, _frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        for s, h in handlers.items():
-            signal.signal(s, h)
-        for s in dict.fromkeys(pending):
-            signal.raise_signal(s)
+from ppolab.util.interrupt import deferred_signals
 
 
 def atomic_save(obj: Any, path: Path) -> None:

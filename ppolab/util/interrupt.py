@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def sigterm_as_interrupt(signum, frame) -> None:
@@ -13,3 +16,28 @@ def sigterm_as_interrupt(signum, frame) -> None:
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM until the block ends, then deliver them.
+
+    For blocks an interrupt must not cut in two: a KeyboardInterrupt raised inside torch.save's
+    C++ writer surfaces as a RuntimeError ("unexpected pos"), and one raised inside torch's import
+    leaves it half done (CPython then exits by SIGINT, whatever exit code the program returns).
+    Held, the block finishes and the program stops cleanly at the next line.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in handlers:
+        signal.signal(s, lambda signum, _frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)

@@ -28,6 +28,7 @@ from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.state import now
 from ppolab.ppo.run_files import MARKER
+from ppolab.util.interrupt import deferred_signals
 
 STOP_GRACE_S = 60.0
 
@@ -64,6 +65,16 @@ def _die_with_parent() -> None:
         _PRCTL(1, signal.SIGTERM)
 
 
+def _preload_trainer() -> None:
+    """Import the trainer (torch, TensorBoard) in the executor before its first fork, so that every run
+    forked from it starts at once; a launch with nothing left to run never pays for it. A stop during
+    the import is acted on right after it (deferred_signals says why)."""
+    with deferred_signals():
+        import torch.utils.tensorboard  # noqa: F401
+
+        import ppolab.ppo.trainer  # noqa: F401
+
+
 class Job:
     """One training in a child process; its output copied line by line to a log file and to `out`, if given.
 
@@ -98,6 +109,7 @@ class Job:
             )
             self.pid, self.pipe = proc.pid, proc.stdout
         else:
+            _preload_trainer()
             read_fd, write_fd = os.pipe()
             self.pid = os.fork()
             if self.pid == 0:
