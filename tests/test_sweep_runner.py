@@ -146,9 +146,10 @@ def test_no_wait_refuses_while_another_job_holds_the_machine(tmp_path, lock_dir)
         stdin=subprocess.DEVNULL,
     )
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline and not (d / "state.json").exists():
-            time.sleep(0.05)
+        metrics = d / "runs" / "control-s1" / "metrics.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and not (metrics.exists() and '"type": "iteration"' in metrics.read_text()):
+            time.sleep(0.05)  # its first run is training
         other = make_sweep(tmp_path / "other")
         proc = run(str(other), "--yes", "--no-wait")
         assert proc.returncode == 2
