@@ -68,8 +68,10 @@ def main() -> None:
         return
     if args.curve:  # the curve so far, without training further
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-        for point in check_curve(args.env, run_dir, rows):
+        curve = check_curve(args.env, run_dir, rows)
+        for point in curve:
             print(json.dumps(point))
+        print(f"Plot: {plot_curve(curve, RESULTS / f'{run_name}_curve.png', args.env)}")
         return
     n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
     cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
@@ -222,6 +224,31 @@ def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
         with cache.open("a") as f:
             f.write(json.dumps(curve[itr]) + "\n")
     return [curve[k] for k in sorted(curve)]
+
+
+def plot_curve(curve: list[dict], path: Path, env: str) -> Path:
+    """The check's score against wall time (hours): issue 17's time to walk, with the bar and the 3 h budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key, bar = ("score", 0.8) if env == "jvrc_walk" else ("min_share", 0.8)
+    hours = [(r["wall_s"] or 0) / 3600 for r in curve]
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.plot(hours, [r[key] for r in curve], "o-", label=f"{'walk' if env == 'jvrc_walk' else 'footstep'} check score")
+    passed = [(h, r[key]) for h, r in zip(hours, curve) if r["passed"]]
+    if passed:
+        ax.plot(*zip(*passed), "o", color="green", markersize=9, label="passed")
+    ax.axhline(bar, color="crimson", linestyle="--", linewidth=1, label=f"bar {bar:g}")
+    ax.axvline(3.0, color="gray", linestyle=":", linewidth=1, label="3 h budget")
+    ax.set(xlabel="wall time of training (hours)", ylabel="score", ylim=(0, 1.05), title=f"{env}: check vs wall time")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:
