@@ -102,7 +102,12 @@ def test_a_two_run_sweep_completes_as_a_job_array(slurm, tmp_path):
     wait_until(lambda: (d / "results.md").is_file(), 60, "the report of the last task")
     status = ppolab("sweep", str(d), "--status", cwd=tmp_path)
     assert "Slurm" in status.stdout.splitlines()[0]
-    assert f"{job_id}_0 COMPLETED" in status.stdout and f"{job_id}_1 COMPLETED" in status.stdout
+
+    def both_completed() -> bool:  # Slurm's own view trails the runs' state by its epilog (COMPLETING)
+        out = ppolab("sweep", str(d), "--status", cwd=tmp_path).stdout
+        return f"{job_id}_0 COMPLETED" in out and f"{job_id}_1 COMPLETED" in out
+
+    wait_until(both_completed, 60, "Slurm shows both tasks COMPLETED")
 
     again = ppolab("slurm", str(d), "--submit", cwd=tmp_path)
     assert again.returncode == 0 and "nothing to submit" in again.stdout
