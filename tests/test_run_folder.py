@@ -135,6 +135,57 @@ def test_an_interrupt_during_a_checkpoint_write_waits_for_the_write(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
 
 
+INTERRUPT_EVERY_LINE = """
+import signal, sys
+from pathlib import Path
+from ppolab.ppo.run_files import MetricsLog
+
+log = MetricsLog(Path(sys.argv[1]))
+keys = ("mean_eprew", "mean_eplen", "noise_std", "fps", "actor_loss", "critic_loss", "mirror_loss", "kl",
+        "entropy", "clip_fraction")
+at = {"line": 0, "seen": 0}
+
+def line(frame, event, arg):  # the k-th line that threading or queue runs inside the record gets the signal
+    if event == "line":
+        at["seen"] += 1
+        if at["seen"] == at["line"]:
+            signal.raise_signal(signal.SIGINT)
+    return line
+
+def calls(frame, event, arg):
+    return line if frame.f_code.co_filename.endswith(("threading.py", "queue.py")) else None
+
+while at["seen"] >= at["line"]:
+    at.update(line=at["line"] + 1, seen=0)
+    try:
+        sys.settrace(calls)
+        log.iteration({"iteration": at["line"], **{k: 1.0 for k in keys}})
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+log.close()
+print(at["line"])
+"""
+
+
+def test_a_ctrl_c_at_any_line_of_a_metrics_record_never_hangs_the_close(tmp_path):
+    """TensorBoard's writer hands events to a thread through a queue: a KeyboardInterrupt raised inside
+    the queue's notify once left that thread asleep, and the run's close() waited up to two minutes
+    (1 SIGTERM in 40 under load). A SIGINT delivered at each line of that code in turn must not."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_EVERY_LINE, str(tmp_path)], capture_output=True, text=True, timeout=90
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) > 20  # the signal was delivered at every one of that many lines
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]  # none torn
+    written = [r["iteration"] for r in rows]
+    assert written == sorted(set(written)) and len(written) > 20  # a record is written whole, once, or not at all
+
+
 def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
     """Slurm signals every process of a task and the runner then stops its child: two SIGTERMs
     milliseconds apart must still end the run cleanly, with its summary line."""

@@ -30,6 +30,7 @@ from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, to_args
 from ppolab.util.files import atomic_write_text
+from ppolab.util.interrupt import deferred_signals
 from ppolab.util.validation import first_problem
 
 if TYPE_CHECKING:
@@ -195,10 +196,11 @@ class MetricsLog:
 
         values = {k: (v if isinstance(v, int | float | str | bool) else str(v)) for k, v in cfg.model_dump().items()}
         values = {k: v for k, v in values.items() if v is not None}
-        for summary in hparams(values, {"eval/reward": float("nan"), "charts/mean_eprew": float("nan")}):
-            self.tb.file_writer.add_summary(summary)
         rows = "\n".join(f"|{k}|{v}|" for k, v in values.items())
-        self.tb.add_text("config", f"|setting|value|\n|-|-|\n{rows}")
+        with deferred_signals():  # TensorBoard's queue, as in _record
+            for summary in hparams(values, {"eval/reward": float("nan"), "charts/mean_eprew": float("nan")}):
+                self.tb.file_writer.add_summary(summary)
+            self.tb.add_text("config", f"|setting|value|\n|-|-|\n{rows}")
 
     def _repair(self, resume_from: int, restore: list[dict]) -> None:
         """Keep the complete records before the checkpoint; put back the checkpoint's own iteration from
@@ -222,26 +224,26 @@ class MetricsLog:
 
     def iteration(self, rec: dict) -> None:
         self.written = [{"type": "iteration", **rec}]
-        self._write({"type": "iteration", **rec})
         scalars = {f"charts/{k}": rec[k] for k in ("mean_eprew", "mean_eplen", "noise_std", "fps")}
         for key in ("actor_loss", "critic_loss", "mirror_loss", "kl", "entropy", "clip_fraction"):
             scalars[f"losses/{key}"] = rec[key]
-        self._scalars(scalars, rec["iteration"])
+        self._record({"type": "iteration", **rec}, scalars)
 
     def evaluation(self, rec: dict) -> None:
         self.written.append({"type": "eval", **rec})
-        self._write({"type": "eval", **rec})
-        self._scalars({"eval/reward": rec["reward"], "eval/length": rec["length"]}, rec["iteration"])
+        self._record({"type": "eval", **rec}, {"eval/reward": rec["reward"], "eval/length": rec["length"]})
 
-    def _scalars(self, scalars: dict[str, float], step: int) -> None:
-        for tag, value in scalars.items():
-            self.tb.add_scalar(tag, value, step)
-        if self.tracker is not None:
-            self.tracker.log(scalars, step)
-
-    def _write(self, rec: dict) -> None:
-        self.file.write(json.dumps(rec, allow_nan=True) + "\n")
-        self.file.flush()
+    def _record(self, rec: dict, scalars: dict[str, float]) -> None:
+        """One record to every sink, with Ctrl-C/SIGTERM held until it is written. Why: TensorBoard's writer
+        queues events for a thread; a KeyboardInterrupt raised between its queue's put and notify left the
+        event unseen and close() waiting for it forever (1 of 40 SIGTERMs under load hung the run this way)."""
+        with deferred_signals():
+            self.file.write(json.dumps(rec, allow_nan=True) + "\n")
+            self.file.flush()
+            for tag, value in scalars.items():
+                self.tb.add_scalar(tag, value, rec["iteration"])
+            if self.tracker is not None:
+                self.tracker.log(scalars, rec["iteration"])
 
     def close(self) -> None:
         self.file.close()
