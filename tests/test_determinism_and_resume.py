@@ -27,6 +27,23 @@ def test_same_seed_same_metrics_whatever_the_number_of_sampling_processes(tmp_pa
     assert len({r["mean_eprew"] for r in a if r["type"] == "iteration"}) > 1  # it did something
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to compare with one")
+def test_same_seed_same_metrics_on_one_core_as_on_two(tmp_path):
+    """On two or more cores the critic's epochs run in a second process beside the actor's; on one core
+    they run after them, in the trainer's process. A seed's metrics are the same either way."""
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # the child inherits it: one core
+    try:
+        one = train(tmp_path / "a", "--n-itr", "3")
+    finally:
+        os.sched_setaffinity(0, cores)
+    two = train(tmp_path / "b", "--n-itr", "3")
+    log = (one / "train.log").read_text()
+    assert "1 processes on 1 cores" in log and "second process" not in log  # it did run on one core
+    assert "the critic's epochs in a second process" in (two / "train.log").read_text()
+    assert without_timings(read_metrics(one)) == without_timings(read_metrics(two))
+
+
 def test_different_seeds_differ(tmp_path):
     a = train(tmp_path / "a", "--n-itr", "1")
     proc = run_ppolab("train", *TINY, "--seed", "12", "--n-itr", "1", "--logdir", str(tmp_path / "b"))

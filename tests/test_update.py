@@ -11,6 +11,7 @@ import torch
 
 from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.critic_process import CriticProcess
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.trainer import build_networks
@@ -33,22 +34,34 @@ def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajecto
     )
 
 
-def one_update(cfg: TrainConfig) -> tuple[torch.Tensor, dict]:
+def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False) -> tuple[torch.Tensor, dict]:
     env = make_env(cfg.env, 1)
     torch.manual_seed(0)
     actor, critic = build_networks(cfg, env.obs_dim, env.act_dim)
     actor, critic = copy.deepcopy(actor), copy.deepcopy(critic)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
+    elsewhere = CriticProcess(critic, optimizer, hp, 100 * 6, env.obs_dim) if critic_process else None
     sym = env.symmetry if cfg.mirror else None
     mirror = None
     if sym is not None:
         mirror = Mirror(torch.from_numpy(sym.act.perm), torch.from_numpy(sym.act.sign).float(), cfg.mirror_coeff)
     traj = trajectories(100, 6, env.obs_dim, env.act_dim)
     actor.norm.update(traj.obs)
-    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
-    storage = RolloutStorage(traj, actor, critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent,
-                             device=torch.device("cpu"), mirror_obs=None if sym is None else sym.obs)  # fmt: skip
-    stats = ppo_update(actor, critic, optimizer, storage, hp, np.random.default_rng(1), mirror)
+    rng = np.random.default_rng(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the trainer runs: a reduction's last bits may depend on the thread count
+    try:
+        for _ in range(updates):
+            storage = RolloutStorage(
+                traj, actor, critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent,
+                device=torch.device("cpu"), mirror_obs=None if sym is None else sym.obs,
+            )  # fmt: skip
+            stats = ppo_update(actor, critic, optimizer, storage, hp, rng, mirror, elsewhere)
+    finally:
+        torch.set_num_threads(threads)
+        if elsewhere is not None:
+            elsewhere.close()
     return optimizer.flat.clone(), stats
 
 
@@ -76,3 +89,15 @@ def test_a_wrong_gradient_is_caught():
     fused, _ = one_update(cfg)
     moved = (exact - one_update(TrainConfig(env="jvrc_walk", epochs=1, update="exact", lr=1e-12))[0]).abs().max()
     assert (exact - fused).abs().max() > 1e-3 * moved
+
+
+@pytest.mark.parametrize("env", ["cartpole", "jvrc_walk"])
+def test_the_critic_in_a_second_process_gives_the_same_parameters_to_the_last_bit(env):
+    """The critic's epochs run in a forked process on 2+ cores, here otherwise: a seed's run must not depend
+    on which. Two updates, so the second one continues the Adam steps the first left in shared memory."""
+    cfg = TrainConfig(env=env, epochs=2, num_procs=2, max_traj_len=300)
+    here, stats_here = one_update(cfg, updates=2)
+    there, stats_there = one_update(cfg, updates=2, critic_process=True)
+    assert torch.equal(here, there)
+    assert stats_here == stats_there
+    assert not torch.equal(here, one_update(cfg, updates=1)[0])  # the second update moved them

@@ -40,12 +40,15 @@ class MLP:
     layers: list[nn.Linear]
     relu: bool
 
+    def __post_init__(self) -> None:
+        self.transposed = [lin.weight.t() for lin in self.layers]  # views: they follow the in-place Adam steps
+
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
         """[input, hidden outputs..., output]: each linear layer's input, then the network's output."""
         outs = [x]
         last = len(self.layers) - 1
-        for i, lin in enumerate(self.layers):
-            y = torch.addmm(lin.bias, outs[-1], lin.weight.t())
+        for i, (lin, wt) in enumerate(zip(self.layers, self.transposed)):
+            y = torch.addmm(lin.bias, outs[-1], wt)
             if i < last:
                 y = y.relu_() if self.relu else y.tanh_()
             outs.append(y)
@@ -65,21 +68,20 @@ class MLP:
                     grad = torch.ops.aten.tanh_backward(grad, outs[i])
 
 
-class FusedStep:
-    """The loss and gradients of one PPO minibatch for an Actor and a Critic whose parameters are
-    views into a FlatAdam buffer. Returns the policy loss, value loss, mirror loss (or None) and the
-    ratios, as the autograd path does."""
+class ActorStep:
+    """The policy's half of one PPO minibatch for an Actor whose parameters are views into a FlatAdam
+    buffer: gradients written, returns the policy loss, the mirror loss (or None) and the ratios."""
 
-    def __init__(self, actor: Actor, critic: Critic, clip: float, entropy_coeff: float, mirror=None) -> None:
-        relu = actor.activation == "relu"
-        self.actor, self.pi, self.v = actor, MLP(linears(actor.net), relu), MLP(linears(critic.net), relu)
+    def __init__(self, actor: Actor, clip: float, entropy_coeff: float, mirror=None) -> None:
+        self.actor, self.pi = actor, MLP(linears(actor.net), actor.activation == "relu")
         self.learn_std = isinstance(actor.log_std, nn.Parameter)
         self.clip, self.entropy_coeff, self.mirror = clip, entropy_coeff, mirror
         if mirror is not None:
             self.inverse_perm = torch.argsort(mirror.act_perm)
+        self.zero = torch.zeros((), device=actor.log_std.device)  # torch.where's other: no scalar wrapped per call
 
     @torch.no_grad()
-    def __call__(self, mb) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    def __call__(self, mb) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         rows = mb.obs.shape[0]
         mirrored = self.mirror is not None and mb.mirror_obs is not None
         x = torch.cat([mb.obs, mb.mirror_obs]) if mirrored else mb.obs  # one pass for both halves
@@ -95,7 +97,7 @@ class FusedStep:
         unclipped, clipped = neg_adv * ratio, neg_adv * ratio.clamp(1 - self.clip, 1 + self.clip)
         pg_loss = torch.max(unclipped, clipped).mean()
         # d pg / d ratio: -A/B where the unclipped term is the max (ties only where the clip is inactive)
-        d_logp = torch.where(unclipped >= clipped, neg_adv, 0.0).mul_(ratio).div_(rows)
+        d_logp = torch.where(unclipped >= clipped, neg_adv, self.zero).mul_(ratio).div_(rows)
         d_mean = (d_logp[:, None] * z).div_(std)
         if self.learn_std:  # d logp / d log_std = z^2 - 1 per action; the entropy term's is 1
             torch.sub(d_logp @ (zz - 1.0), self.entropy_coeff, out=log_std.grad)
@@ -107,9 +109,20 @@ class FusedStep:
             g = diff.mul(2.0 * m.coeff / diff.numel())
             d_mean = torch.cat([d_mean + g, (-g * m.act_sign)[:, self.inverse_perm]])
         self.pi.backward(pi_outs, d_mean)
+        return pg_loss, mirror_loss, ratio
 
-        v_outs = self.v.forward(mb.obs)
-        err = v_outs[-1].squeeze(-1) - mb.returns
-        critic_loss = 0.5 * (err * err).mean()
-        self.v.backward(v_outs, err.div(rows)[:, None])
-        return pg_loss, critic_loss, mirror_loss, ratio
+
+class CriticStep:
+    """The value function's half: 0.5 mean squared error to the returns, gradients written into the
+    Critic's views of a FlatAdam buffer. Independent of the actor's half, so either may run first, or
+    both at once (ppolab.ppo.critic_process)."""
+
+    def __init__(self, critic: Critic) -> None:
+        self.v = MLP(linears(critic.net), critic.activation == "relu")
+
+    @torch.no_grad()
+    def __call__(self, obs: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+        v_outs = self.v.forward(obs)
+        err = v_outs[-1].squeeze(-1) - returns
+        self.v.backward(v_outs, err.div(obs.shape[0])[:, None])
+        return 0.5 * (err * err).mean()

@@ -96,6 +96,7 @@ class Critic(nn.Module):
     def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int], activation: str = "tanh") -> None:
         super().__init__()
         self.norm = norm
+        self.activation = activation
         self.net = mlp([obs_dim, *hidden, 1], activation)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

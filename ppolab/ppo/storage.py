@@ -32,14 +32,14 @@ def compute_gae(
     `next_values[t]` is V(s_{t+1}) within an episode and V(final obs) where the
     episode was cut (time-out); a true termination bootstraps nothing.
     """
-    steps = rewards.shape[0]
-    advantages = np.zeros_like(values)
-    last = np.zeros(values.shape[1], dtype=values.dtype)
-    bootstrap = ~terminated
-    carry = ~ended
-    for t in reversed(range(steps)):
-        delta = rewards[t] + gamma * next_values[t] * bootstrap[t] - values[t]
-        last = delta + gamma * lam * carry[t] * last
+    # everything but the recursion over time for the whole batch at once: the loop is three small ops a step.
+    # The running advantage stays float64 (the decay is), each step's stored in float32
+    delta = rewards + gamma * next_values * ~terminated - values
+    decay = gamma * lam * ~ended
+    advantages = np.empty_like(delta)
+    last = np.zeros(values.shape[1])
+    for t in reversed(range(rewards.shape[0])):
+        last = delta[t] + decay[t] * last
         advantages[t] = last
     return advantages, advantages + values
 
@@ -166,7 +166,10 @@ class RolloutStorage:
             if self.seg is None:
                 old_mean, old_std = actor.head(self.obs)
                 values = critic.head(self.obs).cpu().numpy().reshape(steps, slots)
-                final_values = critic(torch.from_numpy(traj.final_obs).to(device)).cpu().numpy()
+                final_values = np.zeros((steps, slots), values.dtype)  # only where an episode ended is it read
+                if traj.ended.any():
+                    ended_obs = torch.from_numpy(traj.final_obs[traj.ended]).to(device)
+                    final_values[traj.ended] = critic(ended_obs).cpu().numpy()
             else:
                 final = actor.norm(flat(traj.final_obs))
                 old_mean, old_std, flat_values, flat_final = old_outputs(actor, critic, self.obs, final, self.seg)
@@ -188,15 +191,15 @@ class RolloutStorage:
     def minibatches(self, size: int, rng: np.random.Generator) -> Iterator[Minibatch]:
         """One epoch: every sample once, in minibatches of about `size` steps, advantages normalised."""
         if self.seg is None:
-            yield from self._rows(self.normalised, size, rng)
+            yield from self.rows(torch.from_numpy(rng.permutation(self.obs.shape[0])), size)
         else:
             yield from self._segments(self.normalised, size, rng)
 
-    def _rows(self, adv: torch.Tensor, size: int, rng: np.random.Generator) -> Iterator[Minibatch]:
+    def rows(self, perm: torch.Tensor, size: int) -> Iterator[Minibatch]:
+        """One epoch of feed-forward minibatches in the order of `perm` (a permutation of the rows)."""
         # shuffle once per epoch, then take contiguous minibatches: no gather per minibatch
-        perm = torch.from_numpy(rng.permutation(self.obs.shape[0]))
         obs, actions, logprobs, adv, returns = (
-            x[perm] for x in (self.obs, self.actions, self.logprobs, adv, self.returns)
+            x[perm] for x in (self.obs, self.actions, self.logprobs, self.normalised, self.returns)
         )
         mirror = self.mirror_obs[perm] if self.mirror_obs is not None else None
         for start in range(0, len(perm), size):

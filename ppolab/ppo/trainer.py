@@ -21,6 +21,7 @@ from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
+from ppolab.ppo.critic_process import CriticProcess
 from ppolab.ppo.policy import (
     Actor,
     Critic,
@@ -79,6 +80,10 @@ def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor,
     actor = Actor(norm, obs_dim, act_dim, hidden, cfg.std_dev, cfg.learn_std, cfg.activation)
     critic = Critic(norm, obs_dim, hidden, cfg.activation)
     return actor, critic
+
+
+def hyper(cfg: TrainConfig) -> Hyper:
+    return Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
 
 
 def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> tuple:
@@ -177,6 +182,7 @@ class Session:
     prior_time: float = 0.0
     best: tuple[float, int] | None = None
     fresh: bool = True  # a new run folder, not a resumed one
+    critic_elsewhere: CriticProcess | None = None  # the critic's epochs in a second process
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -196,7 +202,7 @@ def train(
     s = setup(cfg, resume_dir, sampler_procs, backend, out)
     cfg = s.cfg
     previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
-    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
+    hp = hyper(cfg)
     mirror = mirror_loss(s)
     itr, interrupted, no_space = s.start_itr, False, None
     try:
@@ -213,7 +219,7 @@ def train(
                 mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
             )  # fmt: skip
             update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
-            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror)
+            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror, s.critic_elsewhere)
             s.actor.norm.update(traj.obs)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
@@ -256,6 +262,10 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     actor.to(device)
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+    # forked before any thread starts (Ray's, TensorBoard's); it dies with this process
+    critic_elsewhere = None
+    if CriticProcess.wanted(cfg, actor, critic, device):
+        critic_elsewhere = CriticProcess(critic, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim)
     # before the run folder: a cluster with no room is refused without leaving one. The local
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
@@ -274,6 +284,8 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     console = Console(tee=log_file, out=out)
     sampler.say = console.line  # a replaced Ray worker is reported in the log
     console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn))
+    if critic_elsewhere is not None:
+        console.line("Update: the critic's epochs in a second process, beside the actor's")
     for note in notes:
         console.line(note)
     tracker = Tracker(cfg, run_dir, say=console.line)
@@ -287,6 +299,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     return Session(
         cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
         metrics, eval_env, start_itr, total_steps, prior_time, best, fresh=resume_dir is None,
+        critic_elsewhere=critic_elsewhere,
     )  # fmt: skip
 
 
@@ -401,6 +414,8 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
     A new run stopped before its first iteration completed holds nothing to resume: its folder goes.
     """
     s.sampler.close()
+    if s.critic_elsewhere is not None:
+        s.critic_elsewhere.close()
     empty = interrupted and s.fresh and not (s.run_dir / "last.pt").exists()
     if interrupted and not empty:
         s.console.line(f"Continue it with: ppolab train --resume {s.run_dir}")
