@@ -50,8 +50,9 @@ class TrainConfig(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="device for the update (sampling is on CPU)")
     update: Literal["fused", "exact"] = Field(
         "fused",
-        description="minibatch gradients: fused (written out for MLPs, faster; equal to exact within float32 "
-        "rounding) or exact (autograd's, the reference; LSTMs always use it)",
+        description="minibatch gradients: fused (written out for MLPs, faster, the critic's epochs in a second "
+        "process on 2+ cores; equal to exact within float32 rounding) or exact (autograd's, the reference; LSTMs "
+        "always use it)",
     )
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
