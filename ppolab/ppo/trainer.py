@@ -265,7 +265,10 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     # forked before any thread starts (Ray's, TensorBoard's); it dies with this process
     critic_elsewhere = None
     if CriticProcess.wanted(cfg, actor, critic, device):
-        critic_elsewhere = CriticProcess(critic, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim)
+        try:
+            critic_elsewhere = CriticProcess(critic, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim)
+        except (OSError, RuntimeError) as exc:  # no shared memory (a full /dev/shm) or no process to be had
+            notes.append(f"Update: the critic's epochs run after the actor's here ({type(exc).__name__}: {exc})")
     # before the run folder: a cluster with no room is refused without leaving one. The local
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
