@@ -105,8 +105,8 @@ _NEXT, _PREV = [1, 2, 0], [2, 0, 1]
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b over the last axis: np.cross's arithmetic, bit for bit, without its set-up (40 -> 8 us a step
-    for a batch of 6, measured: np.cross checks, broadcasts and moves axes on every call)."""
+    """a x b over the last axis: np.cross's arithmetic, bit for bit, without its set-up (np.cross checks,
+    broadcasts and moves axes on every call; measured: the jvrc head-offset rotation 2x faster)."""
     return a[..., _NEXT] * b[..., _PREV] - a[..., _PREV] * b[..., _NEXT]
 
 
