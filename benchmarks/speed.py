@@ -24,6 +24,7 @@ import recommended
 import torch
 
 from ppolab.envs import make_env
+from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import Trajectories, collect
@@ -31,7 +32,7 @@ from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.trainer import build_networks
-from ppolab.ppo.update import FlatAdam, Hyper, ppo_update
+from ppolab.ppo.update import Hyper, ppo_update
 from ppolab.util.system import available_cores
 
 

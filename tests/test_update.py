@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from ppolab.envs import make_env
+from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.critic_process import CriticProcess
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.trainer import build_networks
-from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update
+from ppolab.ppo.update import FusedSteps, Hyper, Mirror, ppo_update
 
 
 def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajectories:
@@ -41,11 +42,12 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
     actor, critic = copy.deepcopy(actor), copy.deepcopy(critic)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
     hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
-    elsewhere = CriticProcess(critic, optimizer, hp, 100 * 6, env.obs_dim) if critic_process else None
     sym = env.symmetry if cfg.mirror else None
     mirror = None
     if sym is not None:
         mirror = Mirror(torch.from_numpy(sym.act.perm), torch.from_numpy(sym.act.sign).float(), cfg.mirror_coeff)
+    steps = FusedSteps.make(actor, critic, optimizer, hp, mirror) if cfg.update == "fused" else None
+    elsewhere = CriticProcess(steps.critic, optimizer, hp, 100 * 6, env.obs_dim) if critic_process else None
     traj = trajectories(100, 6, env.obs_dim, env.act_dim)
     actor.norm.update(traj.obs)
     rng = np.random.default_rng(1)
@@ -57,7 +59,7 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
                 traj, actor, critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent,
                 device=torch.device("cpu"), mirror_obs=None if sym is None else sym.obs,
             )  # fmt: skip
-            stats = ppo_update(actor, critic, optimizer, storage, hp, rng, mirror, elsewhere)
+            stats = ppo_update(actor, critic, optimizer, storage, hp, rng, mirror, elsewhere, steps)
     finally:
         torch.set_num_threads(threads)
         if elsewhere is not None:
@@ -101,3 +103,20 @@ def test_the_critic_in_a_second_process_gives_the_same_parameters_to_the_last_bi
     assert torch.equal(here, there)
     assert stats_here == stats_there
     assert not torch.equal(here, one_update(cfg, updates=1)[0])  # the second update moved them
+
+
+@pytest.mark.parametrize("env", ["cartpole", "jvrc_walk"])
+def test_the_scripted_epochs_give_the_python_functions_bits(env, monkeypatch):
+    """The fused epochs run under TorchScript here (not silently from Python), and TorchScript runs the same
+    kernels in the same order: the parameters after an update are the Python functions' to the last bit."""
+    from ppolab.ppo import fused_step
+
+    assert isinstance(fused_step.ACTOR_EPOCH, torch.jit.ScriptFunction)
+    assert isinstance(fused_step.CRITIC_EPOCH, torch.jit.ScriptFunction)
+    cfg = TrainConfig(env=env, epochs=2, num_procs=2, max_traj_len=300)
+    scripted, stats_scripted = one_update(cfg, updates=2)
+    monkeypatch.setattr(fused_step, "ACTOR_EPOCH", fused_step.actor_epoch)
+    monkeypatch.setattr(fused_step, "CRITIC_EPOCH", fused_step.critic_epoch)
+    python, stats_python = one_update(cfg, updates=2)
+    assert torch.equal(scripted, python)
+    assert stats_scripted == stats_python

@@ -18,12 +18,13 @@ import signal
 
 import torch
 
+from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.fused_step import CriticStep, supports
-from ppolab.ppo.update import FlatAdam, Hyper, critic_epochs
+from ppolab.ppo.update import Hyper, critic_epochs
 from ppolab.util.system import available_cores
 
 
-def _serve(conn, parent_end, step: CriticStep, optimizer: FlatAdam, obs, returns, perms, hp: Hyper) -> None:
+def _serve(conn, parent_end, step: CriticStep, obs, returns, perms, hp: Hyper) -> None:
     # the trainer decides when to stop (Ctrl-C and Slurm's SIGTERM reach every process); a trainer that is
     # gone closes the pipe, and recv() sees EOF once the parent's end, inherited by this fork, is closed too
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -40,7 +41,7 @@ def _serve(conn, parent_end, step: CriticStep, optimizer: FlatAdam, obs, returns
             return
         if t0 is None:
             return
-        losses = critic_epochs(step, optimizer, obs, returns, list(perms), hp, t0)
+        losses = critic_epochs(step, obs, returns, list(perms), hp, t0)
         try:
             conn.send(torch.stack(losses).numpy())
         except OSError:
@@ -50,15 +51,15 @@ def _serve(conn, parent_end, step: CriticStep, optimizer: FlatAdam, obs, returns
 class CriticProcess:
     """A forked process that runs the critic's epochs of each fused update (`update.CriticRunner`)."""
 
-    def __init__(self, critic, optimizer: FlatAdam, hp: Hyper, batch_size: int, obs_dim: int) -> None:
-        optimizer.share_memory()
+    def __init__(self, step: CriticStep, optimizer: FlatAdam, hp: Hyper, batch_size: int, obs_dim: int) -> None:
+        optimizer.share_memory()  # in place: the step's views follow
         # what the process reads each iteration, filled by start(): normalised observations, returns, orders
         self.obs = torch.zeros(batch_size, obs_dim).share_memory_()
         self.returns = torch.zeros(batch_size).share_memory_()
         self.perms = torch.zeros(hp.epochs, batch_size, dtype=torch.int64).share_memory_()
         ctx = mp.get_context("fork")
         self.conn, child = ctx.Pipe()
-        args = (child, self.conn, CriticStep(critic), optimizer, self.obs, self.returns, self.perms, hp)
+        args = (child, self.conn, step, self.obs, self.returns, self.perms, hp)
         self.proc = ctx.Process(target=_serve, args=args, daemon=True)
         self.proc.start()
         child.close()

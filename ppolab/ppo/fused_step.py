@@ -3,9 +3,15 @@
 Why: on the small networks PPO uses, autograd's bookkeeping costs more than the arithmetic. A
 cartpole minibatch (256 rows through two 64 x 64 MLPs) is about 14 MFLOP, a fraction of a
 millisecond, yet the autograd step took about 2 ms: some 150 small ops, each with its dispatch,
-graph node and temporary. Here the same loss and its gradient are about 70 ops: one forward pass
-per network that keeps each layer's output, the loss's gradient in closed form, and the backward
-matmuls written straight into the optimiser's flat gradient (ppolab.ppo.update.FlatAdam).
+graph node and temporary. Here the same loss and its gradient are about 60 ops: one forward pass
+per network that keeps each layer's output, the loss's gradient in closed form, the backward
+matmuls written straight into the optimiser's flat gradient (ppolab.ppo.adam.FlatAdam), then
+clipping and Adam, as one function per network.
+
+Each function runs under TorchScript's interpreter: the same ATen kernels in the same order, so the
+same bits as run from Python, without Python's 1-2 us per op (about 20% of the step; torch.compile
+was no faster here, benchmarks/README.md). Where TorchScript is missing (it is deprecated), they run
+from Python, with the same results.
 
 The mathematics is the autograd path's, term for term (clipped surrogate, value loss, entropy bonus,
 mirror loss), and tests/test_update.py checks the result against autograd's. The float32
@@ -16,16 +22,14 @@ bit-identical and resume is exact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import warnings
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-from ppolab.ppo.policy import LOG_2PI, Actor, Critic
-
-
-def linears(net: nn.Sequential) -> list[nn.Linear]:
-    return [m for m in net if isinstance(m, nn.Linear)]
+from ppolab.ppo.adam import ACTOR, CRITIC, FlatAdam, adam_step, bias_corrections
+from ppolab.ppo.policy import Actor, Critic
 
 
 def supports(actor: nn.Module, critic: nn.Module) -> bool:
@@ -33,96 +37,197 @@ def supports(actor: nn.Module, critic: nn.Module) -> bool:
     return isinstance(actor, Actor) and isinstance(critic, Critic) and actor.activation in ("tanh", "relu")
 
 
-@dataclass
-class MLP:
-    """One network's linear layers and activation: a forward that keeps what the backward needs."""
-
-    layers: list[nn.Linear]
-    relu: bool
-
-    def __post_init__(self) -> None:
-        self.transposed = [lin.weight.t() for lin in self.layers]  # views: they follow the in-place Adam steps
-
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """[input, hidden outputs..., output]: each linear layer's input, then the network's output."""
-        outs = [x]
-        last = len(self.layers) - 1
-        for i, (lin, wt) in enumerate(zip(self.layers, self.transposed)):
-            y = torch.addmm(lin.bias, outs[-1], wt)
-            if i < last:
-                y = y.relu_() if self.relu else y.tanh_()
-            outs.append(y)
-        return outs
-
-    def backward(self, outs: list[torch.Tensor], grad: torch.Tensor) -> None:
-        """Write d(loss)/d(parameters) into the layers' .grad views, given d(loss)/d(output)."""
-        for i in range(len(self.layers) - 1, -1, -1):
-            lin = self.layers[i]
-            torch.mm(grad.t(), outs[i], out=lin.weight.grad)
-            torch.sum(grad, 0, out=lin.bias.grad)
-            if i:
-                grad = grad.mm(lin.weight)
-                if self.relu:  # autograd's own kernels for the activations' gradients
-                    grad = torch.ops.aten.threshold_backward(grad, outs[i], 0)
-                else:
-                    grad = torch.ops.aten.tanh_backward(grad, outs[i])
+def mlp_forward(transposed: list[Tensor], biases: list[Tensor], x: Tensor, relu: bool) -> list[Tensor]:
+    """[input, hidden outputs..., output]: each linear layer's input, then the network's output."""
+    outs = [x]
+    last = len(biases) - 1
+    for i in range(len(biases)):
+        y = torch.addmm(biases[i], outs[-1], transposed[i])
+        if i < last:
+            y = y.relu_() if relu else y.tanh_()
+        outs.append(y)
+    return outs
 
 
-class ActorStep:
-    """The policy's half of one PPO minibatch for an Actor whose parameters are views into a FlatAdam
-    buffer: gradients written, returns the policy loss, the mirror loss (or None) and the ratios."""
+def mlp_backward(weights: list[Tensor], weight_grads: list[Tensor], bias_grads: list[Tensor], outs: list[Tensor],
+                 grad: Tensor, relu: bool) -> None:  # fmt: skip
+    """Write d(loss)/d(parameters) into the gradient views, given d(loss)/d(output)."""
+    for j in range(len(weights)):
+        i = len(weights) - 1 - j
+        torch.mm(grad.t(), outs[i], out=weight_grads[i])
+        torch.sum(grad, [0], out=bias_grads[i])
+        if i > 0:
+            grad = grad.mm(weights[i])
+            if relu:  # autograd's own kernels for the activations' gradients
+                grad = torch.ops.aten.threshold_backward(grad, outs[i], 0.0)
+            else:
+                grad = torch.ops.aten.tanh_backward(grad, outs[i])
 
-    def __init__(self, actor: Actor, clip: float, entropy_coeff: float, mirror=None) -> None:
-        self.actor, self.pi = actor, MLP(linears(actor.net), actor.activation == "relu")
-        self.learn_std = isinstance(actor.log_std, nn.Parameter)
-        self.clip, self.entropy_coeff, self.mirror = clip, entropy_coeff, mirror
-        if mirror is not None:
-            self.inverse_perm = torch.argsort(mirror.act_perm)
-        self.zero = torch.zeros((), device=actor.log_std.device)  # torch.where's other: no scalar wrapped per call
+
+def actor_step(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
+               bias_grads: list[Tensor], log_std: Tensor, log_std_grad: Tensor | None, part: list[Tensor],
+               obs: Tensor, actions: Tensor, logprobs: Tensor, advantages: Tensor, mirror_obs: Tensor | None,
+               act_perm: Tensor | None, act_sign: Tensor | None, inverse_perm: Tensor | None,
+               settings: list[float], relu: bool) -> tuple[Tensor, Tensor | None, Tensor]:  # fmt: skip
+    """The policy's half of one PPO minibatch and its Adam step. `settings`: clip, entropy coefficient, mirror
+    weight, then Adam's (see `adam`). Returns the policy loss, the mirror loss (or None) and the ratios."""
+    clip, entropy_coeff, mirror_coeff = settings[0], settings[1], settings[2]
+    rows = obs.shape[0]
+    x = obs if mirror_obs is None else torch.cat([obs, mirror_obs])  # one pass for both halves
+    pi_outs = mlp_forward(transposed, biases, x, relu)
+    mean = pi_outs[-1][:rows]
+    std = log_std.exp()
+    z = (actions - mean) / std
+    zz = z * z
+    logp = -0.5 * zz.sum(-1) - (log_std.sum() + 0.5 * math.log(2.0 * math.pi) * z.shape[1])  # policy.LOG_2PI
+    ratio = (logp - logprobs).exp()
+    neg_adv = -advantages
+    unclipped, clipped = neg_adv * ratio, neg_adv * ratio.clamp(1 - clip, 1 + clip)
+    pg_loss = torch.max(unclipped, clipped).mean()
+    # d pg / d ratio: -A/B where the unclipped term is the max (ties only where the clip is inactive)
+    d_logp = torch.where(unclipped >= clipped, neg_adv, 0.0).mul_(ratio).div_(rows)
+    d_mean = (d_logp.unsqueeze(1) * z).div_(std)
+    if log_std_grad is not None:  # d logp / d log_std = z^2 - 1 per action; the entropy term's is 1
+        torch.sub(d_logp @ (zz - 1.0), entropy_coeff, out=log_std_grad)
+    mirror_loss: Tensor | None = None
+    if mirror_obs is not None and act_perm is not None and act_sign is not None and inverse_perm is not None:
+        diff = mean - pi_outs[-1][rows:][:, act_perm] * act_sign
+        mirror_loss = (diff * diff).mean()
+        g = diff.mul(2.0 * mirror_coeff / diff.numel())
+        d_mean = torch.cat([d_mean + g, (-g * act_sign)[:, inverse_perm]])
+    mlp_backward(weights, weight_grads, bias_grads, pi_outs, d_mean, relu)
+    adam(part, settings[3:])
+    return pg_loss, mirror_loss, ratio
+
+
+def critic_step(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
+                bias_grads: list[Tensor], part: list[Tensor], obs: Tensor, returns: Tensor, settings: list[float],
+                relu: bool) -> Tensor:  # fmt: skip
+    """The value function's half: 0.5 mean squared error to the returns, and its Adam step."""
+    v_outs = mlp_forward(transposed, biases, obs, relu)
+    err = v_outs[-1].squeeze(-1) - returns
+    mlp_backward(weights, weight_grads, bias_grads, v_outs, err.div(obs.shape[0]).unsqueeze(1), relu)
+    adam(part, settings)
+    return 0.5 * (err * err).mean()
+
+
+def adam(part: list[Tensor], s: list[float]) -> None:
+    """adam.adam_step on a part (flat, grad, exp_avg, exp_avg_sq); `s`: max grad norm, lr, beta1, beta2, eps,
+    then the step's sqrt(1 - beta2^t) and 1 - beta1^t."""
+    adam_step(part[0], part[1], part[2], part[3], s[0], s[1], (s[2], s[3]), s[4], s[5], s[6])
+
+
+def step_settings(adam_settings: list[float], t: int) -> list[float]:
+    """Adam's settings (max grad norm, lr, beta1, beta2, eps) and step t's bias corrections."""
+    bias2_sqrt, bias1 = bias_corrections((adam_settings[2], adam_settings[3]), t)
+    return adam_settings + [bias2_sqrt, bias1]
+
+
+def actor_epoch(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
+                bias_grads: list[Tensor], log_std: Tensor, log_std_grad: Tensor | None, part: list[Tensor],
+                obs: Tensor, actions: Tensor, logprobs: Tensor, advantages: Tensor, mirror_obs: Tensor | None,
+                act_perm: Tensor | None, act_sign: Tensor | None, inverse_perm: Tensor | None,
+                loss_settings: list[float], adam_settings: list[float], relu: bool, size: int,
+                t0: int) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:  # fmt: skip
+    """One epoch's actor steps, t0+1, t0+2, ...: its rows (in the epoch's order) cut into minibatches of
+    `size`. Returns the policy losses, the mirror losses and the ratios, one per minibatch."""
+    pg_losses: list[Tensor] = []
+    mirror_losses: list[Tensor] = []
+    ratios: list[Tensor] = []
+    t = t0
+    for start in range(0, obs.shape[0], size):
+        t += 1
+        mb_mirror = None if mirror_obs is None else mirror_obs[start : start + size]
+        pg, mirror_loss, ratio = actor_step(
+            weights, transposed, biases, weight_grads, bias_grads, log_std, log_std_grad, part,
+            obs[start : start + size], actions[start : start + size], logprobs[start : start + size],
+            advantages[start : start + size], mb_mirror, act_perm, act_sign, inverse_perm,
+            loss_settings + step_settings(adam_settings, t), relu,
+        )  # fmt: skip
+        pg_losses.append(pg)
+        ratios.append(ratio)
+        if mirror_loss is not None:
+            mirror_losses.append(mirror_loss)
+    return pg_losses, mirror_losses, ratios
+
+
+def critic_epoch(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
+                 bias_grads: list[Tensor], part: list[Tensor], obs: Tensor, returns: Tensor,
+                 adam_settings: list[float], relu: bool, size: int, t0: int) -> list[Tensor]:  # fmt: skip
+    """One epoch's critic steps, t0+1, t0+2, ...; returns the value losses."""
+    losses: list[Tensor] = []
+    t = t0
+    for start in range(0, obs.shape[0], size):
+        t += 1
+        losses.append(critic_step(weights, transposed, biases, weight_grads, bias_grads, part,
+                                  obs[start : start + size], returns[start : start + size],
+                                  step_settings(adam_settings, t), relu))  # fmt: skip
+    return losses
+
+
+def scripted(fn):
+    """`fn` under TorchScript, or `fn` itself where TorchScript cannot be had: the same ops either way."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return torch.jit.script(fn)
+    except Exception:  # noqa: BLE001 (a torch without TorchScript, or one that cannot script this)
+        return fn
+
+
+ACTOR_EPOCH, CRITIC_EPOCH = scripted(actor_epoch), scripted(critic_epoch)
+
+
+class PartStep:
+    """One network's minibatch step on its part of a FlatAdam: its parameters' and gradients' views (made
+    once, in `.parameters()` order, the same memory: Adam's steps show), and its Adam settings."""
+
+    def __init__(self, net: nn.Module, optimizer: FlatAdam, part: int, max_grad_norm: float) -> None:
+        self.optimizer, self.part, self.max_grad_norm = optimizer, part, max_grad_norm
+        self.relu = net.activation == "relu"
+        layers = [m for m in net.net if isinstance(m, nn.Linear)]
+        self.weights = [lin.weight for lin in layers]
+        self.transposed = [w.t() for w in self.weights]  # views: they follow the in-place Adam steps
+        self.biases = [lin.bias for lin in layers]
+        self.weight_grads = [w.grad for w in self.weights]
+        self.bias_grads = [b.grad for b in self.biases]
+        self.buffers = list(optimizer.parts[part])
+        self.adam_settings = [max_grad_norm, optimizer.lr, *optimizer.betas, optimizer.eps]
+
+
+class ActorStep(PartStep):
+    """The policy's minibatch steps, an epoch at a time (one call: no Python between the minibatches)."""
+
+    def __init__(self, actor: Actor, optimizer: FlatAdam, clip: float, entropy_coeff: float, mirror,
+                 max_grad_norm: float) -> None:  # fmt: skip
+        super().__init__(actor, optimizer, ACTOR, max_grad_norm)
+        self.log_std = actor.log_std  # a parameter (its gradient a view too) or a fixed buffer
+        self.log_std_grad = actor.log_std.grad if isinstance(actor.log_std, nn.Parameter) else None
+        self.mirror = mirror
+        self.inverse_perm = None if mirror is None else torch.argsort(mirror.act_perm)
+        self.loss_settings = [clip, entropy_coeff, 0.0 if mirror is None else mirror.coeff]
 
     @torch.no_grad()
-    def __call__(self, mb) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        rows = mb.obs.shape[0]
-        mirrored = self.mirror is not None and mb.mirror_obs is not None
-        x = torch.cat([mb.obs, mb.mirror_obs]) if mirrored else mb.obs  # one pass for both halves
-        pi_outs = self.pi.forward(x)
-        mean = pi_outs[-1][:rows]
-        log_std = self.actor.log_std
-        std = log_std.exp()
-        z = (mb.actions - mean) / std
-        zz = z * z
-        logp = -0.5 * zz.sum(-1) - (log_std.sum() + 0.5 * LOG_2PI * z.shape[1])
-        ratio = (logp - mb.logprobs).exp()
-        neg_adv = -mb.advantages
-        unclipped, clipped = neg_adv * ratio, neg_adv * ratio.clamp(1 - self.clip, 1 + self.clip)
-        pg_loss = torch.max(unclipped, clipped).mean()
-        # d pg / d ratio: -A/B where the unclipped term is the max (ties only where the clip is inactive)
-        d_logp = torch.where(unclipped >= clipped, neg_adv, self.zero).mul_(ratio).div_(rows)
-        d_mean = (d_logp[:, None] * z).div_(std)
-        if self.learn_std:  # d logp / d log_std = z^2 - 1 per action; the entropy term's is 1
-            torch.sub(d_logp @ (zz - 1.0), self.entropy_coeff, out=log_std.grad)
-        mirror_loss = None
-        if mirrored:
-            m = self.mirror
-            diff = mean - pi_outs[-1][rows:, m.act_perm] * m.act_sign
-            mirror_loss = (diff * diff).mean()
-            g = diff.mul(2.0 * m.coeff / diff.numel())
-            d_mean = torch.cat([d_mean + g, (-g * m.act_sign)[:, self.inverse_perm]])
-        self.pi.backward(pi_outs, d_mean)
-        return pg_loss, mirror_loss, ratio
+    def epoch(self, t0: int, size: int, obs, actions, logprobs, advantages, mirror_obs):
+        """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; (policy losses, mirror losses,
+        ratios), one per minibatch."""
+        m = self.mirror
+        return ACTOR_EPOCH(self.weights, self.transposed, self.biases, self.weight_grads, self.bias_grads,
+                           self.log_std, self.log_std_grad, self.buffers, obs, actions, logprobs, advantages,
+                           None if m is None else mirror_obs, None if m is None else m.act_perm,
+                           None if m is None else m.act_sign, self.inverse_perm, self.loss_settings,
+                           self.adam_settings, self.relu, size, t0)  # fmt: skip
 
 
-class CriticStep:
-    """The value function's half: 0.5 mean squared error to the returns, gradients written into the
-    Critic's views of a FlatAdam buffer. Independent of the actor's half, so either may run first, or
-    both at once (ppolab.ppo.critic_process)."""
+class CriticStep(PartStep):
+    """The value function's minibatch steps, an epoch at a time. Independent of the actor's, so either may
+    run first, or both at once (ppolab.ppo.critic_process)."""
 
-    def __init__(self, critic: Critic) -> None:
-        self.v = MLP(linears(critic.net), critic.activation == "relu")
+    def __init__(self, critic: Critic, optimizer: FlatAdam, max_grad_norm: float) -> None:
+        super().__init__(critic, optimizer, CRITIC, max_grad_norm)
 
     @torch.no_grad()
-    def __call__(self, obs: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
-        v_outs = self.v.forward(obs)
-        err = v_outs[-1].squeeze(-1) - returns
-        self.v.backward(v_outs, err.div(obs.shape[0])[:, None])
-        return 0.5 * (err * err).mean()
+    def epoch(self, t0: int, size: int, obs, returns) -> list:
+        """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; the value losses."""
+        return CRITIC_EPOCH(self.weights, self.transposed, self.biases, self.weight_grads, self.bias_grads,
+                            self.buffers, obs, returns, self.adam_settings, self.relu, size, t0)  # fmt: skip

@@ -195,18 +195,21 @@ class RolloutStorage:
         else:
             yield from self._segments(self.normalised, size, rng)
 
+    def epoch(self, perm: torch.Tensor) -> Minibatch:
+        """Every feed-forward row in the order of `perm` (a permutation), advantages normalised: one gather per
+        epoch, then contiguous minibatches (slices) of it."""
+        mirror = self.mirror_obs[perm] if self.mirror_obs is not None else None
+        return Minibatch(self.obs[perm], self.actions[perm], self.logprobs[perm], self.normalised[perm],
+                         self.returns[perm], mirror)  # fmt: skip
+
     def rows(self, perm: torch.Tensor, size: int) -> Iterator[Minibatch]:
         """One epoch of feed-forward minibatches in the order of `perm` (a permutation of the rows)."""
-        # shuffle once per epoch, then take contiguous minibatches: no gather per minibatch
-        obs, actions, logprobs, adv, returns = (
-            x[perm] for x in (self.obs, self.actions, self.logprobs, self.normalised, self.returns)
-        )
-        mirror = self.mirror_obs[perm] if self.mirror_obs is not None else None
+        rows = self.epoch(perm)
         for start in range(0, len(perm), size):
             mb = slice(start, start + size)
-            yield Minibatch(
-                obs[mb], actions[mb], logprobs[mb], adv[mb], returns[mb], None if mirror is None else mirror[mb]
-            )
+            mirror = None if rows.mirror_obs is None else rows.mirror_obs[mb]
+            yield Minibatch(rows.obs[mb], rows.actions[mb], rows.logprobs[mb], rows.advantages[mb],
+                            rows.returns[mb], mirror)  # fmt: skip
 
     def _segments(self, adv: torch.Tensor, size: int, rng: np.random.Generator) -> Iterator[Minibatch]:
         seg = self.seg

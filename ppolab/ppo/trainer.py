@@ -19,9 +19,11 @@ import torch
 from ppolab.envs import env_config, make_env
 from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
+from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
 from ppolab.ppo.critic_process import CriticProcess
+from ppolab.ppo.fused_step import supports
 from ppolab.ppo.policy import (
     Actor,
     Critic,
@@ -35,7 +37,7 @@ from ppolab.ppo.run_files import MARKER, MetricsLog, create_run_dir, record_resu
 from ppolab.ppo.sampling import make_sampler
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
-from ppolab.ppo.update import FlatAdam, Hyper, Mirror, ppo_update
+from ppolab.ppo.update import FusedSteps, Hyper, Mirror, ppo_update
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
 
@@ -183,6 +185,8 @@ class Session:
     best: tuple[float, int] | None = None
     fresh: bool = True  # a new run folder, not a resumed one
     critic_elsewhere: CriticProcess | None = None  # the critic's epochs in a second process
+    mirror: Mirror | None = None
+    steps: FusedSteps | None = None  # the fused update's minibatch steps (None: autograd's)
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -203,7 +207,6 @@ def train(
     cfg = s.cfg
     previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
     hp = hyper(cfg)
-    mirror = mirror_loss(s)
     itr, interrupted, no_space = s.start_itr, False, None
     try:
         if resume_dir is None and not cfg.continued:
@@ -216,10 +219,11 @@ def train(
             t1 = time.perf_counter()
             storage = RolloutStorage(
                 traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
-                mirror_obs=s.probe.symmetry.obs if mirror is not None else None,
+                mirror_obs=s.probe.symmetry.obs if s.mirror is not None else None,
             )  # fmt: skip
             update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
-            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, mirror, s.critic_elsewhere)
+            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, s.mirror, s.critic_elsewhere,
+                               s.steps)  # fmt: skip
             s.actor.norm.update(traj.obs)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
@@ -262,11 +266,14 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     actor.to(device)
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+    mirror = mirror_loss(cfg, probe, device)
+    fused = cfg.update == "fused" and supports(actor, critic)
+    steps = FusedSteps.make(actor, critic, optimizer, hyper(cfg), mirror) if fused else None
     # forked before any thread starts (Ray's, TensorBoard's); it dies with this process
     critic_elsewhere = None
-    if CriticProcess.wanted(cfg, actor, critic, device):
+    if steps is not None and CriticProcess.wanted(cfg, actor, critic, device):
         try:
-            critic_elsewhere = CriticProcess(critic, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim)
+            critic_elsewhere = CriticProcess(steps.critic, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim)
         except (OSError, RuntimeError) as exc:  # no shared memory (a full /dev/shm) or no process to be had
             notes.append(f"Update: the critic's epochs run after the actor's here ({type(exc).__name__}: {exc})")
     # before the run folder: a cluster with no room is refused without leaving one. The local
@@ -302,7 +309,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     return Session(
         cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
         metrics, eval_env, start_itr, total_steps, prior_time, best, fresh=resume_dir is None,
-        critic_elsewhere=critic_elsewhere,
+        critic_elsewhere=critic_elsewhere, mirror=mirror, steps=steps,
     )  # fmt: skip
 
 
@@ -331,14 +338,13 @@ def header_tables(cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str
     return machine, settings
 
 
-def mirror_loss(s: Session) -> Mirror | None:
+def mirror_loss(cfg: TrainConfig, probe, device: torch.device) -> Mirror | None:
     """The mirror loss's action map and weight, when asked for and the env has a symmetry."""
-    cfg = s.cfg
-    if not (cfg.mirror and cfg.mirror_coeff > 0 and s.probe.symmetry is not None):
+    if not (cfg.mirror and cfg.mirror_coeff > 0 and probe.symmetry is not None):
         return None
-    act = s.probe.symmetry.act
-    perm = torch.from_numpy(act.perm).to(s.device)
-    return Mirror(perm, torch.from_numpy(act.sign).float().to(s.device), cfg.mirror_coeff)
+    act = probe.symmetry.act
+    perm = torch.from_numpy(act.perm).to(device)
+    return Mirror(perm, torch.from_numpy(act.sign).float().to(device), cfg.mirror_coeff)
 
 
 def warm_up(s: Session) -> None:

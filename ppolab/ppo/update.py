@@ -14,11 +14,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.fused_step import ActorStep, CriticStep, supports
-from ppolab.ppo.policy import Actor, Critic, gaussian_entropy, gaussian_log_prob
+from ppolab.ppo.policy import gaussian_entropy, gaussian_log_prob
 from ppolab.ppo.storage import RolloutStorage
-
-ACTOR, CRITIC = 0, 1  # FlatAdam's parts
 
 
 @dataclass
@@ -38,71 +37,6 @@ class Hyper:
     entropy_coeff: float
     max_grad_norm: float
     update: str = "fused"  # or "exact": autograd's gradients (see ppolab/ppo/fused_step.py)
-
-
-class FlatAdam:
-    """Adam (Kingma & Ba, as torch.optim.Adam computes it) over actor and critic held in one flat buffer.
-
-    On small networks the per-tensor, per-call overhead of torch.optim.Adam,
-    clip_grad_norm_ and zero_grad (a dozen tensors, a few microseconds each,
-    ~0.7 ms per minibatch here) costs more than the arithmetic. Here every
-    parameter is a view into one flat tensor, its gradient a view into one flat
-    gradient, and a step is seven in-place ops. Module parameters keep their
-    shapes and names, so state dicts and checkpoints are unchanged.
-    """
-
-    def __init__(self, actor: Actor, critic: Critic, lr: float, eps: float, betas=(0.9, 0.999)) -> None:
-        params = [*actor.parameters(), *critic.parameters()]
-        n_actor = sum(p.numel() for p in actor.parameters())
-        self.flat = torch.cat([p.detach().reshape(-1) for p in params])
-        self.grad = torch.zeros_like(self.flat)
-        offset = 0
-        for p in params:
-            n = p.numel()
-            p.data = self.flat[offset : offset + n].view_as(p)
-            p.grad = self.grad[offset : offset + n].view_as(p)  # backward accumulates into it in place
-            offset += n
-        self.lr, self.eps, self.betas = lr, eps, betas
-        self.step_count = 0  # minibatch steps taken (both networks)
-        self.exp_avg = torch.zeros_like(self.flat)
-        self.exp_avg_sq = torch.zeros_like(self.flat)
-        halves = (slice(0, n_actor), slice(n_actor, self.flat.numel()))  # ACTOR, CRITIC
-        self.parts = [(self.flat[h], self.grad[h], self.exp_avg[h], self.exp_avg_sq[h]) for h in halves]
-
-    def share_memory(self) -> None:
-        """Put the buffers in shared memory (in place: every view follows), for a forked process to step a part."""
-        for t in (self.flat, self.grad, self.exp_avg, self.exp_avg_sq):
-            t.share_memory_()
-
-    def zero_grad(self) -> None:
-        self.grad.zero_()
-
-    def step(self, max_grad_norm: float) -> None:
-        """One Adam step of both networks."""
-        self.step_count += 1
-        for part in (ACTOR, CRITIC):
-            self.step_part(part, max_grad_norm, self.step_count)
-
-    @torch.no_grad()
-    def step_part(self, part: int, max_grad_norm: float, t: int) -> None:
-        """Adam step t of one network (ACTOR or CRITIC), its gradient first clipped to max_grad_norm (its global
-        norm). The caller counts the steps: the fused update runs the two parts in separate loops."""
-        flat, grad, exp_avg, exp_avg_sq = self.parts[part]
-        grad.mul_(torch.linalg.vector_norm(grad).add_(1e-6).reciprocal_().mul_(max_grad_norm).clamp_(max=1.0))
-        b1, b2 = self.betas
-        bias1, bias2 = 1 - b1**t, 1 - b2**t
-        exp_avg.lerp_(grad, 1 - b1)
-        exp_avg_sq.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        denom = exp_avg_sq.sqrt().div_(bias2**0.5).add_(self.eps)
-        flat.addcdiv_(exp_avg, denom, value=-self.lr / bias1)
-
-    def state_dict(self) -> dict:
-        return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.step_count = int(state["step"])
-        self.exp_avg.copy_(state["exp_avg"])
-        self.exp_avg_sq.copy_(state["exp_avg_sq"])
 
 
 def surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
@@ -157,40 +91,49 @@ class CriticRunner(Protocol):
     def result(self) -> list[torch.Tensor]: ...
 
 
-def critic_epochs(step: CriticStep, optimizer: FlatAdam, obs, returns, perms, hp: Hyper, t0: int) -> list:
+@dataclass
+class FusedSteps:
+    """The fused update's two minibatch steps (gradients and Adam), made once per run; a forked critic
+    process takes `critic` with it."""
+
+    actor: ActorStep
+    critic: CriticStep
+
+    @classmethod
+    def make(cls, actor, critic, optimizer: FlatAdam, hp: Hyper, mirror: Mirror | None) -> FusedSteps:
+        return cls(ActorStep(actor, optimizer, hp.clip, hp.entropy_coeff, mirror, hp.max_grad_norm),
+                   CriticStep(critic, optimizer, hp.max_grad_norm))  # fmt: skip
+
+
+def critic_epochs(step: CriticStep, obs, returns, perms, hp: Hyper, t0: int) -> list:
     """The critic's minibatch steps: each epoch's permutation cut into minibatches, Adam steps t0+1, t0+2, ..."""
     losses, t = [], t0
     for perm in perms:
-        epoch_obs, epoch_returns = obs[perm], returns[perm]
-        for start in range(0, len(perm), hp.minibatch_size):
-            t += 1
-            mb = slice(start, start + hp.minibatch_size)
-            losses.append(step(epoch_obs[mb], epoch_returns[mb]))
-            optimizer.step_part(CRITIC, hp.max_grad_norm, t)
+        losses += step.epoch(t, hp.minibatch_size, obs[perm], returns[perm])
+        t += -(-len(perm) // hp.minibatch_size)
     return losses
 
 
-def fused_update(actor, critic, optimizer: FlatAdam, storage: RolloutStorage, hp: Hyper, rng: np.random.Generator,
-                 mirror: Mirror | None, elsewhere: CriticRunner | None) -> dict[str, float]:  # fmt: skip
+def fused_update(actor, optimizer: FlatAdam, storage: RolloutStorage, hp: Hyper, rng: np.random.Generator,
+                 steps: FusedSteps, elsewhere: CriticRunner | None) -> dict[str, float]:  # fmt: skip
     """The actor's epochs here and the critic's (here after them, or `elsewhere` at the same time), over the
     same permutations: every sample once per epoch, in minibatches of `minibatch_size` rows."""
     perms = [torch.from_numpy(rng.permutation(storage.obs.shape[0])) for _ in range(hp.epochs)]
     t0 = optimizer.step_count
     if elsewhere is not None:
         elsewhere.start(storage.obs, storage.returns, perms, t0)
-    step, t = ActorStep(actor, hp.clip, hp.entropy_coeff, mirror), t0
+    t = t0
     actor_losses, mirror_losses, ratios = [], [], []
     for perm in perms:
-        for mb in storage.rows(perm, hp.minibatch_size):
-            t += 1
-            pg_loss, mirror_loss, ratio = step(mb)
-            optimizer.step_part(ACTOR, hp.max_grad_norm, t)
-            actor_losses.append(pg_loss)
-            ratios.append(ratio)
-            if mirror_loss is not None:
-                mirror_losses.append(mirror_loss)
+        rows = storage.epoch(perm)
+        pg, mirror, ratio = steps.actor.epoch(t, hp.minibatch_size, rows.obs, rows.actions, rows.logprobs,
+                                              rows.advantages, rows.mirror_obs)  # fmt: skip
+        actor_losses += pg
+        mirror_losses += mirror
+        ratios += ratio
+        t += -(-len(perm) // hp.minibatch_size)
     if elsewhere is None:
-        critic_losses = critic_epochs(CriticStep(critic), optimizer, storage.obs, storage.returns, perms, hp, t0)
+        critic_losses = critic_epochs(steps.critic, storage.obs, storage.returns, perms, hp, t0)
     else:
         critic_losses = elsewhere.result()
     optimizer.step_count = t
@@ -208,11 +151,14 @@ def ppo_update(
     rng: np.random.Generator,
     mirror: Mirror | None = None,
     critic_elsewhere: CriticRunner | None = None,
+    steps: FusedSteps | None = None,
 ) -> dict[str, float]:
     """Run the epochs over the storage's minibatches (rows or LSTM segments); return the iteration's metrics.
-    The fused path where it applies (MLP networks) unless `--update exact` asks for autograd's."""
+    The fused path where it applies (MLP networks; `steps` made once per run, or here) unless `--update exact`
+    asks for autograd's."""
     if hp.update == "fused" and supports(actor, critic):
-        return fused_update(actor, critic, optimizer, storage, hp, rng, mirror, critic_elsewhere)
+        steps = steps or FusedSteps.make(actor, critic, optimizer, hp, mirror)
+        return fused_update(actor, optimizer, storage, hp, rng, steps, critic_elsewhere)
     step = AutogradStep(actor, critic, optimizer, hp, mirror)
     actor_losses, critic_losses, mirror_losses, ratios = [], [], [], []
     for _ in range(hp.epochs):
