@@ -6,12 +6,13 @@ millisecond, yet the autograd step took about 2 ms: some 150 small ops, each wit
 graph node and temporary. Here the same loss and its gradient are about 60 ops: one forward pass
 per network that keeps each layer's output, the loss's gradient in closed form, the backward
 matmuls written straight into the optimiser's flat gradient (ppolab.ppo.adam.FlatAdam), then
-clipping and Adam, as one function per network.
+clipping and Adam.
 
-Each function runs under TorchScript's interpreter: the same ATen kernels in the same order, so the
-same bits as run from Python, without Python's 1-2 us per op (about 20% of the step; torch.compile
-was no faster here, benchmarks/README.md). Where TorchScript is missing (it is deprecated), they run
-from Python, with the same results.
+A whole epoch of one network's minibatch steps is one call of a function that TorchScript's
+interpreter runs: the same ATen kernels in the same order, so the same bits as from Python, without
+Python's 1-2 us around each op and each minibatch (cartpole's update 1.41x faster in `ppolab train`;
+torch.compile was no faster, benchmarks/README.md). Where TorchScript cannot be had (it is deprecated),
+the functions run from Python, with the same results.
 
 The mathematics is the autograd path's, term for term (clipped surrogate, value loss, entropy bonus,
 mirror loss), and tests/test_update.py checks the result against autograd's. The float32
@@ -183,7 +184,6 @@ class PartStep:
     once, in `.parameters()` order, the same memory: Adam's steps show), and its Adam settings."""
 
     def __init__(self, net: nn.Module, optimizer: FlatAdam, part: int, max_grad_norm: float) -> None:
-        self.optimizer, self.part, self.max_grad_norm = optimizer, part, max_grad_norm
         self.relu = net.activation == "relu"
         layers = [m for m in net.net if isinstance(m, nn.Linear)]
         self.weights = [lin.weight for lin in layers]
