@@ -115,3 +115,15 @@ def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path, inherited):
     run_dir = only_run_dir(tmp_path)
     assert f"Continue it with: ppolab train --resume {run_dir}" in out
     assert (run_dir / "last.pt").exists()
+
+
+def test_same_seed_same_metrics_with_torchscript_turned_off(tmp_path):
+    """The fused epochs run under TorchScript; where it cannot be had (here: PYTORCH_JIT=0) they run from
+    Python, the console says so, and a seed's metrics are the same to the last bit."""
+    scripted = train(tmp_path / "a", "--n-itr", "3")
+    proc = run_ppolab("train", *TINY, "--seed", "11", "--n-itr", "3", "--logdir", str(tmp_path / "b"),
+                      env={"PYTORCH_JIT": "0"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "the fused epochs run from Python" in proc.stdout
+    assert "from Python" not in (scripted / "train.log").read_text()
+    assert without_timings(read_metrics(scripted)) == without_timings(read_metrics(only_run_dir(tmp_path / "b")))

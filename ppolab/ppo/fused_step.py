@@ -167,15 +167,22 @@ def critic_epoch(weights: list[Tensor], transposed: list[Tensor], biases: list[T
 
 
 def scripted(fn):
-    """`fn` under TorchScript, or `fn` itself where TorchScript cannot be had: the same ops either way."""
+    """`fn` under TorchScript, or `fn` itself where TorchScript cannot be had (the reason kept in
+    NOT_SCRIPTED, for the console): the same ops either way."""
+    global NOT_SCRIPTED
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            return torch.jit.script(fn)
-    except Exception:  # noqa: BLE001 (a torch without TorchScript, or one that cannot script this)
+            script = torch.jit.script(fn)
+    except Exception as exc:  # noqa: BLE001 (a torch without TorchScript, or one that cannot script this)
+        NOT_SCRIPTED = f"{type(exc).__name__}: {(str(exc).strip() or '?').splitlines()[0]}"
         return fn
+    if not isinstance(script, torch.jit.ScriptFunction):
+        NOT_SCRIPTED = "turned off (PYTORCH_JIT=0)"
+    return script
 
 
+NOT_SCRIPTED: str | None = None
 ACTOR_EPOCH, CRITIC_EPOCH = scripted(actor_epoch), scripted(critic_epoch)
 
 

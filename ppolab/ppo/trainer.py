@@ -19,11 +19,11 @@ import torch
 from ppolab.envs import env_config, make_env
 from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
+from ppolab.ppo import fused_step
 from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
 from ppolab.ppo.critic_process import CriticProcess
-from ppolab.ppo.fused_step import supports
 from ppolab.ppo.policy import (
     Actor,
     Critic,
@@ -267,8 +267,11 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
     mirror = mirror_loss(cfg, probe, device)
-    fused = cfg.update == "fused" and supports(actor, critic)
+    fused = cfg.update == "fused" and fused_step.supports(actor, critic)
     steps = FusedSteps.make(actor, critic, optimizer, hyper(cfg), mirror) if fused else None
+    if fused and fused_step.NOT_SCRIPTED:
+        notes.append(f"Update: the fused epochs run from Python, slower, with the same results (TorchScript: "
+                     f"{fused_step.NOT_SCRIPTED})")  # fmt: skip
     # forked before any thread starts (Ray's, TensorBoard's); it dies with this process
     critic_elsewhere = None
     if steps is not None and CriticProcess.wanted(cfg, actor, critic, device):
