@@ -210,20 +210,20 @@ class ActorStep(PartStep):
         super().__init__(actor, optimizer, ACTOR, max_grad_norm)
         self.log_std = actor.log_std  # a parameter (its gradient a view too) or a fixed buffer
         self.log_std_grad = actor.log_std.grad if isinstance(actor.log_std, nn.Parameter) else None
-        self.mirror = mirror
-        self.inverse_perm = None if mirror is None else torch.argsort(mirror.act_perm)
-        self.loss_settings = [clip, entropy_coeff, 0.0 if mirror is None else mirror.coeff]
+        self.mirror = mirror is not None
+        # the mirror's action permutation, its inverse and its signs (None without the mirror loss)
+        self.act_perm, self.act_sign = (mirror.act_perm, mirror.act_sign) if self.mirror else (None, None)
+        self.inverse_perm = torch.argsort(mirror.act_perm) if self.mirror else None
+        self.loss_settings = [clip, entropy_coeff, mirror.coeff if self.mirror else 0.0]
 
     @torch.no_grad()
     def epoch(self, t0: int, size: int, obs, actions, logprobs, advantages, mirror_obs):
         """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; (policy losses, mirror losses,
         ratios), one per minibatch."""
-        m = self.mirror
         return ACTOR_EPOCH(self.weights, self.transposed, self.biases, self.weight_grads, self.bias_grads,
                            self.log_std, self.log_std_grad, self.buffers, obs, actions, logprobs, advantages,
-                           None if m is None else mirror_obs, None if m is None else m.act_perm,
-                           None if m is None else m.act_sign, self.inverse_perm, self.loss_settings,
-                           self.adam_settings, self.relu, size, t0)  # fmt: skip
+                           mirror_obs if self.mirror else None, self.act_perm, self.act_sign, self.inverse_perm,
+                           self.loss_settings, self.adam_settings, self.relu, size, t0)  # fmt: skip
 
 
 class CriticStep(PartStep):
