@@ -378,12 +378,12 @@ def _train(
                 if time.monotonic() - last_beat > s.heartbeat_interval:
                     beat()
                     last_beat = time.monotonic()
-                reported = _report(s, trial, score, offset, reported, env, prior)
+                reported, prune = _report(s, trial, score, offset, reported, env, prior)
                 done = reported - offset + 1
                 if done > 0 and 10 * done // n_itr > tenths:  # progress: a line at each tenth of the run
                     tenths = 10 * done // n_itr
                     s.say(f"  {run_dir.name}: iteration {done}/{n_itr}")
-                if trial.should_prune():
+                if prune:
                     job.stop()
                     job.wait(None)
                     raise optuna.TrialPruned(f"{run_dir.name} at iteration {reported - offset}")
@@ -393,7 +393,7 @@ def _train(
             job.wait(None)
             raise
         code, _ = job.wait(None)
-        _report(s, trial, score, offset, reported, env, prior)
+        _report(s, trial, score, offset, reported, env, prior, ask_pruner=False)
         if code != 0:
             raise TrialFailed(f"{run_dir.name} exited with code {code}; see {log}")
     else:
@@ -415,15 +415,21 @@ def _report(
     reported: int,
     env: str,
     prior: list[tuple[str, float]],
-) -> int:
-    """Send the new points of the running score to Optuna; the last step sent.
+    *,
+    ask_pruner: bool = True,
+) -> tuple[int, bool]:
+    """Send the new points of the running score to Optuna; the last step sent, and whether to prune.
 
     The value is the objective as it would be if this run ended now: the mean with
     the runs already finished in this trial, so that steps of different trials compare.
+    The pruner is asked after each point, so a run that got several iterations ahead of
+    the poll is pruned at the first step the pruner would have stopped, not at the last.
     """
     for itr, value in score.new_points():
         step = offset + itr
         if step > reported:
             trial.report(_objective(s, [*prior, (env, value)]), step)
             reported = step
-    return reported
+            if ask_pruner and trial.should_prune():
+                return reported, True
+    return reported, False
