@@ -104,6 +104,40 @@ def test_an_unreadable_config_is_named(tmp_path):
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+REPRO_CASES = {
+    "command.txt unbalanced": ("command.txt", b'ppolab train --env "cartpole', "command.txt is damaged"),
+    "command.txt binary": ("command.txt", bytes(range(256)), "command.txt is damaged"),
+    "command.txt other tool": ("command.txt", b"python train.py", "command.txt is not a ppolab train command"),
+    "config.yaml torn": ("config.yaml", b"seed: [3", "config.yaml is not readable YAML"),
+    "config.yaml a list": ("config.yaml", b"- 3", "config.yaml is not a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPRO_CASES))
+def test_repro_names_a_damaged_file_in_one_line(tmp_path, case):
+    name, data, says = REPRO_CASES[case]
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "command.txt").write_text("ppolab train --env cartpole --seed 3\n")
+    (run / "config.yaml").write_text("seed: 3\ndevice: cpu\n")
+    (run / name).write_bytes(data)
+    proc = run_ppolab("repro", str(run))
+    assert proc.returncode == 2 and says in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_repro_with_a_damaged_run_json_still_gives_the_command(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "command.txt").write_text("ppolab train --env cartpole --seed 3\n")
+    (run / "config.yaml").write_text("seed: 3\ndevice: cpu\n")
+    (run / "run.json").write_text('{"system": 5, "git_commit"')
+    proc = run_ppolab("repro", str(run))
+    assert proc.returncode == 0, proc.stderr
+    assert "Command: ppolab train --env cartpole --seed 3" in proc.stdout
+    assert "run.json is missing or damaged" in proc.stdout
+
+
 def test_files_honour_the_umask(tmp_path):
     d = sweep(tmp_path)
     old = os.umask(0o022)

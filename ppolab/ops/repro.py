@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from ppolab.errors import UserError
+from ppolab.ppo.run_files import read_config, read_meta
 
 
 def describe(run_dir: Path) -> tuple[str, list[str]]:
@@ -18,6 +16,8 @@ def describe(run_dir: Path) -> tuple[str, list[str]]:
     d = describe_data(run_dir)
     lines = [f"Run: {run_dir}", f"Command: {d['train_command']}"]
     commit = d["git_commit"]
+    if not d["run_json_readable"]:
+        lines.append(f"NOTE: {run_dir / 'run.json'} is missing or damaged: commit, versions and platform unknown")
     lines.append(f"Git commit: {commit or 'unknown (not run from a git checkout)'}")
     if d["git_dirty"]:
         lines.append(
@@ -33,24 +33,33 @@ def describe(run_dir: Path) -> tuple[str, list[str]]:
 
 def describe_data(run_dir: Path) -> dict:
     """What reproduces the run: its command, commit (and saved diff), versions, seed, device (`repro --json`)."""
-    try:
-        command = (run_dir / "command.txt").read_text().strip()
-        config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    except FileNotFoundError as exc:
-        raise UserError(f"{run_dir}: {Path(exc.filename).name} is missing; is it a ppolab run folder?") from None
-    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
-    system = meta.get("system", {})
-    args = shlex.split(command)
-    if args[:2] != ["ppolab", "train"]:
-        raise UserError(f"{run_dir / 'command.txt'}: not a ppolab train command")
+    args = _train_args(run_dir)
+    config = read_config(run_dir)
+    meta = read_meta(run_dir)
+    system = meta.get("system") if isinstance(meta.get("system"), dict) else {}
     dirty = bool(meta.get("git_dirty"))
     return {
-        "run": str(run_dir), "train_command": command, "train_args": args[2:], "git_commit": meta.get("git_commit"),
-        "git_dirty": dirty, "git_diff": str(run_dir / "git.diff") if dirty else None,
+        "run": str(run_dir), "train_command": shlex.join(["ppolab", "train", *args]), "train_args": args,
+        "git_commit": meta.get("git_commit"), "git_dirty": dirty,
+        "git_diff": str(run_dir / "git.diff") if dirty else None,
         "versions": {k: system[k] for k in ("ppolab", "python", "mujoco", "torch", "numpy") if k in system},
         "platform": system.get("platform"), "cpu_count": system.get("cpu_count"),
-        "seed": config.get("seed"), "device": config.get("device"),
+        "seed": config.get("seed"), "device": config.get("device"), "run_json_readable": bool(meta),
     }  # fmt: skip
+
+
+def _train_args(run_dir: Path) -> list[str]:
+    """The `ppolab train` arguments in command.txt, or one line on what is wrong with it."""
+    path = run_dir / "command.txt"
+    try:
+        args = shlex.split(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path} is missing; is {run_dir} a ppolab run folder?") from None
+    except (OSError, ValueError) as exc:  # unreadable, not text, unbalanced quotes
+        raise UserError(f"{path} is damaged ({exc.__class__.__name__}); its settings are in config.yaml") from None
+    if args[:2] != ["ppolab", "train"]:
+        raise UserError(f"{path} is not a ppolab train command; its settings are in config.yaml")
+    return args[2:]
 
 
 def rerun(args: list[str], logdir: str | None) -> int:

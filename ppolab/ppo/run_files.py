@@ -129,14 +129,22 @@ def write_run_files(run_dir: Path, cfg: TrainConfig, system: dict[str, Any]) -> 
     atomic_write_text(run_dir / "run.json", json.dumps(meta, indent=2) + "\n")
 
 
+def read_meta(run_dir: Path) -> dict:
+    """run.json as a mapping; empty when it is missing or damaged, since it only describes the run."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def record_resume(run_dir: Path, iteration: int) -> None:
     """Append a resume event to run.json: when, at which iteration, with which command line."""
     path = run_dir / "run.json"
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError):
-        meta = {}
-    meta.setdefault("resumed", []).append(
+    meta = read_meta(run_dir)
+    if not isinstance(meta.get("resumed"), list):
+        meta["resumed"] = []
+    meta["resumed"].append(
         {"at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), "iteration": iteration, "argv": sys.argv}
     )
     atomic_write_text(path, json.dumps(meta, indent=2) + "\n")
