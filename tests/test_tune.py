@@ -243,3 +243,22 @@ def test_a_trial_far_below_the_median_is_pruned_and_its_run_stopped(tmp_path):
     assert max(trials[6].intermediate_values) == n_itr // 4  # pruned at the first step past the warm-up
     run = tmp_path / "experiments/tune/p/trial-0006/cartpole-s1"
     assert len(read_jsonl(run / "metrics.jsonl").iterations) < n_itr  # the run was stopped, not finished
+
+
+@pytest.mark.parametrize("damage", ["torn", "not a database"])
+def test_a_damaged_study_file_is_one_line_for_the_report_and_for_more_trials(tmp_path, damage):
+    db = tmp_path / "experiments/tune/d.db"
+    db.parent.mkdir(parents=True)
+    study = optuna.create_study(study_name="d", storage=f"sqlite:///{db}", direction="maximize")
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    for value in (1.0, 2.0, 3.0):
+        study.add_trial(optuna.trial.create_trial(params={"lr": 1e-3}, distributions={"lr": lr}, value=value))
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2] if damage == "torn" else b"not a database" * 100)
+    write(tmp_path, "params:\n  lr: {type: float, low: 1.0e-4, high: 1.0e-2, log: true}\n  n_itr: 2\n")
+    for args in (["--report"], [*TINY, "--space", "space.yaml", "--n-trials", "4"]):
+        proc = run_ppolab("tune", "--study", "d", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+        assert "experiments/tune/d.db: cannot read it" in proc.stderr and "restore the file" in proc.stderr
+    assert not (tmp_path / "experiments/tune/d/trial-0003").exists()

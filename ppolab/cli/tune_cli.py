@@ -104,7 +104,15 @@ def run_tune(ns: argparse.Namespace) -> int:
 
     from ppolab.experiments.tune.report import write_outputs
     from ppolab.experiments.tune.search_space import load_space
-    from ppolab.experiments.tune.study import TuneSettings, default_storage, open_study, quiet_optuna, run_study
+    from ppolab.experiments.tune.study import (
+        TuneSettings,
+        default_storage,
+        load_existing_study,
+        open_study,
+        quiet_optuna,
+        run_study,
+        storage_errors,
+    )
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", ns.study):
         raise UserError(f"--study {ns.study!r}: use letters, digits, '-', '_' and '.' (it names a folder and a file)")
@@ -115,22 +123,16 @@ def run_tune(ns: argparse.Namespace) -> int:
     storage = ns.storage or default_storage(ns.study)
     root = Path("experiments/tune")
     if ns.report:
-        import optuna
+        with storage_errors(storage):
+            study = load_existing_study(ns.study, storage)
+            out = write_outputs(study, root / ns.study)
+            if ns.json:
+                from ppolab.cli.args import print_json
+                from ppolab.experiments.tune.report import study_data
 
-        if storage.startswith("sqlite:///") and not Path(storage.removeprefix("sqlite:///")).is_file():
-            raise UserError(f"--study {ns.study}: no such study ({storage.removeprefix('sqlite:///')} is missing)")
-        try:
-            study = optuna.load_study(study_name=ns.study, storage=storage)
-        except KeyError:
-            raise UserError(f"--study {ns.study}: no such study in {storage}") from None
-        out = write_outputs(study, root / ns.study)
-        if ns.json:
-            from ppolab.cli.args import print_json
-            from ppolab.experiments.tune.report import study_data
-
-            print_json("tune --report", study_data(study, out))
-        else:
-            _print_outputs(out)
+                print_json("tune --report", study_data(study, out))
+            else:
+                _print_outputs(out)
         return 0
     if ns.json:
         raise UserError("--json goes with --report")
@@ -165,10 +167,11 @@ def run_tune(ns: argparse.Namespace) -> int:
         f"Study {ns.study} in {storage}: {', '.join(envs)}, seeds {settings.seeds}, metric {ns.metric}, "
         f"{ns.sampler} sampler, {ns.pruner} pruner"
     )
-    code = run_study(settings, wait_for_lock=not ns.no_wait)
-    with quiet_optuna():
-        study, _ = open_study(settings)
-    _print_outputs(write_outputs(study, settings.study_dir))
+    with storage_errors(storage):
+        code = run_study(settings, wait_for_lock=not ns.no_wait)
+        with quiet_optuna():
+            study, _ = open_study(settings)
+        _print_outputs(write_outputs(study, settings.study_dir))
     return code
 
 

@@ -97,6 +97,36 @@ def quiet_optuna() -> Iterator[None]:
         yield
 
 
+def _unreadable(storage: str, exc: BaseException) -> UserError:
+    """The one line for a storage that cannot be read, with what to do about it."""
+    cause = exc.__cause__ or exc  # Optuna wraps SQLAlchemy's error, which says what is wrong
+    fix = "; restore the file from a backup, or name another --study" if storage.startswith("sqlite:") else ""
+    return UserError(f"--storage {storage}: cannot read it ({str(cause).splitlines()[0]}){fix}")
+
+
+@contextmanager
+def storage_errors(storage: str) -> Iterator[None]:
+    """A damaged storage found at any read becomes one line, not a traceback (finished runs stay on disk)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except (optuna.exceptions.StorageInternalError, SQLAlchemyError) as exc:
+        raise _unreadable(storage, exc) from None
+
+
+def load_existing_study(name: str, storage: str) -> optuna.Study:
+    """A study that must exist already (for --report); one line when it or its storage is missing or damaged."""
+    if storage.startswith("sqlite:///") and not Path(storage.removeprefix("sqlite:///")).is_file():
+        raise UserError(f"--study {name}: no such study ({storage.removeprefix('sqlite:///')} is missing)")
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        raise UserError(f"--study {name}: no such study in {storage}") from None
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds; all mean "cannot read it"
+        raise _unreadable(storage, exc) from None
+
+
 def open_study(s: TuneSettings) -> tuple[optuna.Study, RDBStorage]:
     """Create or load the study, and its storage; the same settings continue it, others are refused."""
     if s.storage.startswith("sqlite:///") and not s.storage.startswith("sqlite:////"):
@@ -108,8 +138,8 @@ def open_study(s: TuneSettings) -> tuple[optuna.Study, RDBStorage]:
             grace_period=s.heartbeat_grace,
             heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES),
         )
-    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds; all mean "cannot open it"
-        raise UserError(f"--storage {s.storage}: cannot open it ({str(exc).splitlines()[0]})") from None
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds; all mean "cannot read it"
+        raise _unreadable(s.storage, exc) from None
     n_itr = int({**s.space.fixed, **s.train_flags}.get("n_itr", 20000))
     pruner = (
         optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, n_itr // 4))
