@@ -21,6 +21,22 @@ CASES = {
         "--gamma: Input should be less than or equal to 1",
     ),
     "missing env": (["train", "--n-itr", "3"], "--env is required"),
+    "absurd epochs": (
+        ["train", "--env", "cartpole", "--epochs", "99999999999999999999999"],
+        "--epochs: Input should be less than or equal to 10000",
+    ),
+    "absurd eval episodes": (
+        ["train", "--env", "cartpole", "--eval-episodes", "10000000"],
+        "--eval-episodes: Input should be less than or equal to 10000",
+    ),
+    "a batch that cannot fit": (
+        ["train", "--env", "cartpole", "--num-procs", "60000", "--max-traj-len", "1000"],
+        "a batch of 60,000,000 samples (at most 50,000,000",
+    ),
+    "networks that cannot fit": (
+        ["train", "--env", "cartpole", "--hidden-sizes", "20000", "20000"],
+        "--hidden-sizes: 400,000,000 weights between hidden layers (at most 100,000,000",
+    ),
     "unknown flag": (["train", "--env", "cartpole", "--learning-rate", "1"], "unknown argument --learning-rate"),
     "continued path missing": (
         ["train", "--env", "cartpole", "--continued", "/nonexistent/actor.pt"],

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ppolab.envs import ENVS
 from ppolab.ppo.presets import with_preset
 
+MAX_BATCH = 50_000_000  # samples an iteration: GBs of rollout storage; more is a typo, not a plan
+MAX_WIDTH = 65_536
+MAX_HIDDEN_WEIGHTS = 10**8  # 0.4 GB of float32, 1.6 GB with its gradient and Adam's two moments
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,99}")  # a folder name: no path, no leading dot or dash
 
 
@@ -36,14 +39,18 @@ class TrainConfig(BaseModel):
     learn_std: bool = Field(False, description="make the action std a trained parameter")
     entropy_coeff: float = Field(0.0, ge=0, description="entropy bonus weight")
     clip: float = Field(0.2, gt=0, description="PPO ratio clip range")
-    minibatch_size: int = Field(64, gt=0, description="samples per gradient step")
-    epochs: int = Field(3, gt=0, description="passes over each batch")
-    num_procs: int = Field(12, gt=0, description="logical rollout workers (mapped onto the available cores)")
-    num_envs_per_worker: int = Field(1, gt=0, description="envs each rollout worker steps")
+    minibatch_size: int = Field(64, gt=0, le=MAX_BATCH, description="samples per gradient step")
+    epochs: int = Field(3, gt=0, le=10_000, description="passes over each batch")
+    num_procs: int = Field(12, gt=0, le=65_536, description="logical rollout workers (mapped onto the available cores)")
+    num_envs_per_worker: int = Field(1, gt=0, le=65_536, description="envs each rollout worker steps")
     max_grad_norm: float = Field(0.5, gt=0, description="gradient-norm clip, per network")
-    max_traj_len: int = Field(400, gt=0, description="steps each env collects per iteration, and the episode horizon")
-    eval_freq: int = Field(100, gt=0, description="evaluate and checkpoint every N iterations (and at 0 and the end)")
-    eval_episodes: int = Field(10, gt=0, description="deterministic episodes per evaluation")
+    max_traj_len: int = Field(
+        400, gt=0, le=10**7, description="steps each env collects per iteration, and the episode horizon"
+    )
+    eval_freq: int = Field(
+        100, gt=0, le=10**9, description="evaluate and checkpoint every N iterations (and at 0 and the end)"
+    )
+    eval_episodes: int = Field(10, gt=0, le=10_000, description="deterministic episodes per evaluation")
     seed: int | None = Field(
         None, ge=0, le=2**32 - 1, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
     )
@@ -105,8 +112,14 @@ class TrainConfig(BaseModel):
     @field_validator("hidden_sizes")
     @classmethod
     def _positive_widths(cls, v: list[int]) -> list[int]:
-        if any(h <= 0 for h in v):
-            raise ValueError("layer widths must be positive")
+        if any(h <= 0 or h > MAX_WIDTH for h in v):
+            raise ValueError(f"layer widths must be from 1 to {MAX_WIDTH}")
+        weights = sum(a * b for a, b in zip(v, v[1:]))
+        if weights > MAX_HIDDEN_WEIGHTS:
+            raise ValueError(
+                f"{weights:,} weights between hidden layers (at most {MAX_HIDDEN_WEIGHTS:,}, "
+                "1.6 GB a network with gradients and Adam's state); use narrower layers"
+            )
         return v
 
     @property
@@ -120,6 +133,11 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _minibatch_fits(self) -> TrainConfig:
+        if self.batch_size > MAX_BATCH:
+            raise ValueError(
+                f"--num-procs x --num-envs-per-worker x --max-traj-len = a batch of {self.batch_size:,} samples "
+                f"(at most {MAX_BATCH:,}, which already takes GBs of memory); lower one of them"
+            )
         if self.minibatch_size > self.batch_size:
             raise ValueError(
                 f"minibatch_size {self.minibatch_size} is larger than the batch "
