@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 import torch
 from conftest import REPO, TINY, only_run_dir, run_ppolab
 
@@ -51,6 +52,25 @@ def test_eval_video_renders_offscreen_to_mp4(trained_run, tmp_path):
     assert frames.shape[0] == 25 and frames.shape[1:] == (480, 640, 3)
     assert frames[0].std() > 5  # a picture, not a blank frame
     assert not np.array_equal(frames[0], frames[-1])  # things move
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--episodes", "10000000"], "--episodes: from 1 to 10000"),
+        (["--seed", "-1"], "--seed: from 0 to 4294967295"),
+        (["--max-steps", "99999999999999999999999"], "--max-steps: from 1 to 10000000"),
+        (["--video", "episode.avi"], "name an .mp4 file"),
+        (["--video", "clips.mp4"], "is a folder"),
+        (["--video", "/proc/episode.mp4"], "cannot write in /proc"),
+    ],
+)
+def test_eval_refuses_bad_flags_before_any_episode(trained_run, tmp_path, args, says):
+    (tmp_path / "clips.mp4").mkdir()
+    proc = run_ppolab("eval", "--path", str(trained_run), *args, cwd=tmp_path)
+    assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Episode 1" not in proc.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["clips.mp4"]  # nothing written, not even a temp file
 
 
 def test_run_experiment_py_accepts_the_same_commands(tmp_path):

@@ -299,10 +299,17 @@ def _check_policy_file(option: str, path: Path) -> None:
 
 
 def run_eval(ns: argparse.Namespace) -> int:
-    if ns.episodes < 1:
-        raise UserError("--episodes: must be at least 1")
+    if not 1 <= ns.episodes <= 10_000:
+        raise UserError("--episodes: from 1 to 10000")
+    if not 0 <= ns.seed < 2**32:
+        raise UserError("--seed: from 0 to 4294967295")
+    if ns.max_steps is not None and not 1 <= ns.max_steps <= 10**7:
+        raise UserError("--max-steps: from 1 to 10000000 (the steps of one episode)")
     _check_policy_file("--path", Path(ns.path))
-    from ppolab.ppo.playback import play
+    from ppolab.ppo.playback import check_video_path, play
+
+    if ns.video:
+        check_video_path(ns.video)
 
     play(Path(ns.path), episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, video=ns.video)
     return 0

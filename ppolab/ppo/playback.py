@@ -51,22 +51,56 @@ def play(
         f"(mean length {lengths.mean():.1f})\n"
     )
     if video:
-        frames = render_episode(meta["env"], params, seed=seed, steps=steps, overrides=meta.get("env_config"))
-        write_video(Path(video), frames, fps=round(1.0 / env.cfg.control_dt))
-        out.write(f"Video of episode 1 ({len(frames)} frames) written to {video}\n")
+        n = render_video(
+            Path(video), meta["env"], params, seed=seed, steps=steps, fps=round(1.0 / env.cfg.control_dt),
+            overrides=meta.get("env_config"),
+        )  # fmt: skip
+        out.write(f"Video of episode 1 ({n} frames) written to {video}\n")
     return returns, lengths
 
 
-def render_episode(
+def check_video_path(video: str) -> None:
+    """Refuse a --video path that could not be written, before any episode runs."""
+    path = Path(video)
+    if path.suffix.lower() != ".mp4":
+        raise UserError(f"--video {video}: name an .mp4 file (it is encoded with H.264)")
+    if path.is_dir():
+        raise UserError(f"--video {video}: is a folder; name an .mp4 file inside it")
+    parent = next(p for p in path.absolute().parents if p.exists())  # the folders below it are made
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(f"--video {video}: cannot write in {parent}; choose another place")
+    if parent == path.absolute().parent:  # some folders (/proc, read-only mounts) say yes and then refuse
+        probe = _temp_path(path)
+        try:
+            probe.open("ab").close()  # a stale one is ours, from a killed eval
+        except OSError as exc:
+            reason = f"cannot write in {parent} ({exc.strerror})"
+            raise UserError(f"--video {video}: {reason}; choose another place") from None
+        probe.unlink()
+
+
+def _temp_path(path: Path) -> Path:
+    """Where the video is encoded before it is renamed into place."""
+    return path.with_name(f".{path.stem}.tmp{path.suffix}")
+
+
+def render_video(
+    path: Path,
     env_name: str,
     params: dict,
     *,
     seed: int,
     steps: int,
+    fps: int,
     size: tuple[int, int] = (480, 640),
     overrides: dict | None = None,
-):
-    """Frames of episode 1 (same initial state as in `play`), rendered headless."""
+) -> int:
+    """Render episode 1 (same initial state as in `play`) headless into an mp4; the frame count.
+
+    Frames go to the encoder as they are rendered, so a long episode needs no memory for
+    them, and the file appears whole (temp file, then rename) or not at all.
+    """
+    import imageio.v2 as imageio
     import mujoco
 
     from ppolab.envs import env_class
@@ -81,31 +115,27 @@ def render_episode(
             f"--video: offscreen rendering is unavailable ({exc}); install Debian's libegl1 and "
             "libgl1-mesa-dri (MUJOCO_GL=egl) or libosmesa6 (MUJOCO_GL=osmesa)"
         ) from None
-    frames = []
-    progress = Progress("Rendering episode 1", steps, "frames (at most)")
-
-    def grab(e) -> None:
-        renderer.update_scene(e.physics.datas[0], camera=0)
-        frames.append(renderer.render().copy())
-        progress.advance()
-
+    tmp = _temp_path(path)
+    progress = Progress(f"Rendering episode 1 to {path.name}", steps, "frames (at most)")
+    frames = 0
     try:
-        evaluate(env, params, seed=seed, steps=steps, on_step=grab)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with imageio.get_writer(tmp, fps=fps, codec="libx264", macro_block_size=8) as writer:
+
+            def grab(e) -> None:
+                nonlocal frames
+                renderer.update_scene(e.physics.datas[0], camera=0)
+                writer.append_data(renderer.render())
+                frames += 1
+                progress.advance()
+
+            evaluate(env, params, seed=seed, steps=steps, on_step=grab)
+        os.replace(tmp, path)
+    except OSError as exc:
+        reason = exc.strerror or str(exc).splitlines()[0]
+        raise UserError(f"--video {path}: cannot write it ({reason})") from None
     finally:
         progress.close()
         renderer.close()
+        tmp.unlink(missing_ok=True)
     return frames
-
-
-def write_video(path: Path, frames: list, fps: int) -> None:
-    import imageio.v2 as imageio
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    progress = Progress(f"Encoding {path.name}", len(frames), "frames")
-    with imageio.get_writer(tmp, fps=fps, codec="libx264", macro_block_size=8) as writer:
-        for frame in frames:
-            writer.append_data(frame)
-            progress.advance()
-    progress.close()
-    os.replace(tmp, path)
