@@ -14,6 +14,7 @@ import argparse
 import functools
 import json
 import os
+import statistics
 import subprocess
 import tempfile
 import time
@@ -225,8 +226,13 @@ def bars(cfg: TrainConfig, params: dict, args) -> list[dict]:
         runs.append({"update_share": e["mean_optimizer_s"] / e["seconds_per_iteration"],
                      "end_to_end_over_sampling": e["steps_per_s"] / s["steps_per_s"]})  # fmt: skip
         share, ratio = runs[-1]["update_share"], runs[-1]["end_to_end_over_sampling"]
-        print(f"run {k + 1}/{args.runs}: update {100 * share:.0f}% of the iteration (bar <= 33%); "
+        print(f"run {k + 1}/{args.runs}: update {100 * share:.1f}% of the iteration (bar <= 33.3%); "
               f"end to end {100 * ratio:.0f}% of sampling alone (bar >= 50%)")  # fmt: skip
+    shares = [r["update_share"] for r in runs]
+    ratios = [r["end_to_end_over_sampling"] for r in runs]
+    print(f"over {len(runs)} runs: update share median {100 * statistics.median(shares):.1f}% "
+          f"(met in {sum(x <= 1 / 3 for x in shares)}/{len(runs)}); end to end median "
+          f"{100 * statistics.median(ratios):.0f}% (met in {sum(x >= 0.5 for x in ratios)}/{len(runs)})")  # fmt: skip
     return runs
 
 
