@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -70,6 +72,16 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     again = run(str(d), "--yes")
     assert again.returncode == 0
     assert "Skipping Run 1/2: control-s1 (done)" in again.stdout and "Starting Run" not in again.stdout
+    redo = (d / "runs" / "clip03-s1" / "metrics.jsonl").read_text()
+    shutil.rmtree(d / "runs" / "clip03-s1")  # a user deletes a finished run's folder to run it again
+    status = re.sub(r" +", " ", run(str(d), "--status").stdout)
+    assert "clip03-s1 | pending (its run folder was removed after it finished; it runs again)" in status
+    third = run(str(d), "--yes")
+    assert "Run 2/2: clip03-s1: its run folder was removed after it finished; it runs again" in third.stdout
+    assert "Skipping Run 1/2: control-s1 (done)" in third.stdout and "Starting Run 2/2: clip03-s1" in third.stdout
+    assert "Sweep finished: 2/2 runs done" in third.stdout and state_of(d)["clip03-s1"]["state"] == "done"
+    first = [json.loads(line) for line in redo.splitlines()]
+    assert without_timings(read_metrics(d / "runs" / "clip03-s1")) == without_timings(first)  # the same run again
 
 
 def test_status_and_list(tmp_path, lock_dir):

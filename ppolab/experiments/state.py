@@ -92,7 +92,20 @@ def _read(sweep_dir: Path) -> dict[str, Any]:
     problem = _shape_problem(data)
     if problem:
         raise UserError(f"{path}: damaged ({problem}); {aside}")
+    _forget_vanished(sweep_dir, data)
     return data
+
+
+VANISHED = "its run folder was removed after it finished; it runs again"
+
+
+def _forget_vanished(sweep_dir: Path, data: dict[str, Any]) -> None:
+    """A done run whose folder is gone (a user deleting it to redo the run) is pending again: "done" with
+    nothing on disk would be a result that does not exist. A folder still there is left as it is."""
+    for entry in data["runs"].values():
+        folder = sweep_dir / entry["run_dir"]
+        if entry["state"] == "done" and not folder.exists() and not folder.is_symlink():
+            entry.update(new_entry(entry["run_dir"]), reason=VANISHED)
 
 
 def _shape_problem(data: Any) -> str | None:

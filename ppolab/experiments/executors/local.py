@@ -27,7 +27,7 @@ from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry
 from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
-from ppolab.experiments.state import SweepState, now
+from ppolab.experiments.state import VANISHED, SweepState, now
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
 
@@ -127,6 +127,8 @@ class _Scheduler:
         if entry["state"] == "done":
             self.say(f"Skipping Run {i}/{self.total}: {run.name} (done)")
             return False
+        if entry["reason"] == VANISHED:
+            self.say(f"Run {i}/{self.total}: {run.name}: {VANISHED}")
         if entry["state"] == "failed" and entry.get("failures", 0) > self.max_retries:
             self.say(
                 f"Skipping Run {i}/{self.total}: {run.name} (failed {entry['failures']} times; "
