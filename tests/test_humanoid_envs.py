@@ -365,3 +365,38 @@ def test_every_env_has_what_the_batch_env_protocol_names(name):
     env.reset_one(1, np.random.default_rng(1))
     obs, reward, terminated = env.step(np.zeros((2, env.act_dim), np.float32))
     assert obs.shape == (2, env.obs_dim) and obs.dtype == np.float32 and reward.shape == terminated.shape == (2,)
+
+
+@pytest.mark.parametrize(
+    ("env", "override", "says"),
+    [
+        ("jvrc_walk", {"control_dt": 0.0015}, "control_dt: must be a whole multiple of physics_dt"),
+        ("jvrc_walk", {"control_dt": 0.0001}, "control_dt: must be a whole multiple of physics_dt"),
+        ("jvrc_walk", {"kp": {"KNEE": -5}}, "kp.KNEE: Input should be greater than or equal to 0"),
+        ("jvrc_walk", {"kp": {"HIPP": 5}}, "kp: 'HIPP' is part of no joint's name; the joints: R_HIP_P"),
+        ("jvrc_step", {"armature": {"ELBOW": 0.1}}, "armature: 'ELBOW' is part of no joint's name"),
+        ("jvrc_walk", {"mode_probs": [0, 0, 0]}, "mode_probs: weights are non-negative and not all zero"),
+        ("jvrc_step", {"plan_probs": [1, -1, 1, 1, 1]}, "plan_probs: weights are non-negative"),
+        ("jvrc_walk", {"forward_speed": [0.4, 0.0]}, "forward_speed: must be [low, high] with low <= high"),
+        ("h1", {"height_range": [1.4, 0.9]}, "height_range: must be [low, high] with low <= high"),
+        ("h1", {"randomization": {"mass": [0, 1]}}, "randomization.mass.0: Input should be greater than 0"),
+        ("h1", {"randomization": {"friction": [1.3, 0.7]}}, "randomization.friction: must be [low"),
+        ("jvrc_walk", {"action_clip": -1}, "action_clip: Input should be greater than 0"),
+    ],
+)
+def test_an_env_setting_that_cannot_mean_anything_is_refused_by_name(env, override, says):
+    from ppolab.envs import env_config
+    from ppolab.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        env_config.validate(env, override, "e.yaml")
+    assert str(err.value).startswith("e.yaml: ") and says in str(err.value)
+
+
+def test_a_gain_for_no_joint_of_h1_is_refused_before_the_run_folder(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kp: {hiip: 150}\n")
+    proc = run_ppolab("train", "--env", "h1", "--yaml", str(bad), "--logdir", str(tmp_path / "logs"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("ppolab train: error: kp: 'hiip' is part of no joint's name; the joints: ")
+    assert not (tmp_path / "logs").exists()

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, add_servos, roll_pitch
+from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, add_servos, roll_pitch
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.scene import add_scene
 from ppolab.errors import UserError
@@ -51,7 +51,7 @@ class H1Rewards(BaseModel):
 
 
 class H1Config(HumanoidConfig):
-    kp: dict[str, float] = {
+    kp: Gains = {
         "hip": 200.0,
         "knee": 300.0,
         "ankle": 40.0,
@@ -59,9 +59,9 @@ class H1Config(HumanoidConfig):
         "shoulder": 100.0,
         "elbow": 100.0,
     }
-    kd: dict[str, float] = {"hip": 5.0, "knee": 6.0, "ankle": 2.0, "torso": 6.0, "shoulder": 2.0, "elbow": 2.0}
+    kd: Gains = {"hip": 5.0, "knee": 6.0, "ankle": 2.0, "torso": 6.0, "shoulder": 2.0, "elbow": 2.0}
     target_height: float = 0.98
-    height_range: tuple[float, float] = (0.9, 1.4)
+    height_range: Range = (0.9, 1.4)
     rewards: H1Rewards = H1Rewards()
     terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
 

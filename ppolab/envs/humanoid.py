@@ -16,11 +16,42 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import mujoco
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    ValidationInfo,
+    field_validator,
+)
+
+from ppolab.errors import UserError
+
+
+def _ordered(v: tuple[float, float]) -> tuple[float, float]:
+    if v[0] > v[1]:
+        raise ValueError("must be [low, high] with low <= high")
+    return v
+
+
+def _weights(v: tuple[float, ...]) -> tuple[float, ...]:
+    if min(v) < 0 or sum(v) <= 0:
+        raise ValueError("weights are non-negative and not all zero (they are normalised to sum to 1)")
+    return v
+
+
+Range = Annotated[tuple[float, float], AfterValidator(_ordered)]
+ScaleRange = Annotated[tuple[NonNegativeFloat, NonNegativeFloat], AfterValidator(_ordered)]
+MassRange = Annotated[tuple[PositiveFloat, PositiveFloat], AfterValidator(_ordered)]
+Gains = dict[str, NonNegativeFloat]
+Weights3 = Annotated[tuple[float, float, float], AfterValidator(_weights)]
+Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_weights)]
 
 
 class Randomization(BaseModel):
@@ -33,9 +64,9 @@ class Randomization(BaseModel):
     push_force: float = Field(60.0, ge=0, description="largest horizontal push on the root, in N")
     push_interval: float = Field(3.0, gt=0, description="mean seconds between pushes")
     push_duration: float = Field(0.1, gt=0, description="seconds a push lasts")
-    friction: tuple[float, float] = (0.7, 1.3)
-    damping: tuple[float, float] = (0.8, 1.2)
-    mass: tuple[float, float] = (0.95, 1.05)
+    friction: ScaleRange = (0.7, 1.3)
+    damping: ScaleRange = (0.8, 1.2)
+    mass: MassRange = (0.95, 1.05)
 
 
 class HumanoidConfig(BaseModel):
@@ -43,10 +74,10 @@ class HumanoidConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    physics_dt: float = Field(0.001, gt=0)
-    control_dt: float = Field(0.025, gt=0)
-    kp: dict[str, float] = Field(description="position gain per joint-name part (first match wins)")
-    kd: dict[str, float] = Field(description="velocity gain per joint-name part (first match wins)")
+    physics_dt: float = Field(0.001, gt=0, le=0.1)
+    control_dt: float = Field(0.025, gt=0, le=1.0, description="a whole multiple of physics_dt")
+    kp: Gains = Field(description="position gain per joint-name part (first match wins)")
+    kd: Gains = Field(description="velocity gain per joint-name part (first match wins)")
     action_scale: float = Field(0.5, gt=0, description="radians of joint offset per unit of action")
     action_clip: float | None = Field(1.0, gt=0, description="actions are clipped to +-this (null: unbounded)")
     action_smoothing: float = Field(0.5, gt=0, le=1, description="weight of the new action against the previous")
@@ -62,12 +93,28 @@ class HumanoidConfig(BaseModel):
     )
     solver_iterations: int = Field(100, gt=0, le=10_000, description="the solver's iteration cap")
 
+    @field_validator("control_dt")
+    @classmethod
+    def _whole_physics_steps(cls, v: float, info: ValidationInfo) -> float:
+        physics_dt = info.data.get("physics_dt")  # absent if it failed its own check
+        steps = v / physics_dt if physics_dt else 1.0
+        if steps < 1 - 1e-9 or abs(steps - round(steps)) > 1e-6:
+            raise ValueError(f"must be a whole multiple of physics_dt ({physics_dt}): an action holds whole steps")
+        return v
+
 
 def gain(table: dict[str, float], joint: str) -> float:
     for part, value in table.items():
         if part in joint:
             return value
     raise KeyError(f"no gain for joint {joint!r}; gains are given for {', '.join(table)}")
+
+
+def check_gain_keys(table: dict[str, float], joints: list[str]) -> None:
+    """A key that is part of no joint's name is a typo that would silently change nothing: refuse it."""
+    unused = [part for part in table if not any(part in name for name in joints)]
+    if unused:
+        raise ValueError(f"{', '.join(map(repr, unused))} is part of no joint's name; the joints: {', '.join(joints)}")
 
 
 def add_servos(
@@ -78,6 +125,11 @@ def add_servos(
     limits: dict[str, float] | None,
 ) -> None:
     """A PD position servo on each joint, its torque clamped to the joint's limit (None: unclamped)."""
+    for field, table in (("kp", kp), ("kd", kd)):
+        try:
+            check_gain_keys(table, joints)
+        except ValueError as exc:
+            raise UserError(f"{field}: {exc}") from None
     for name in joints:
         p, d = gain(kp, name), gain(kd, name)
         act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)

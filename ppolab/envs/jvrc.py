@@ -21,15 +21,19 @@ from typing import Literal
 
 import mujoco
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, field_validator
 
 from ppolab.envs.gait_clock import clock_score, clock_tables
 from ppolab.envs.humanoid import (
+    Gains,
     HumanoidBatch,
     HumanoidConfig,
     Randomization,
+    Range,
     RobotLayout,
+    Weights3,
     add_servos,
+    check_gain_keys,
     gain,
     roll_pitch,
     rotate,
@@ -186,22 +190,28 @@ class JvrcConfig(HumanoidConfig):
     clamp (the URDF's 100 N m is a placeholder below what a half-sitting stance knee needs), actions
     in radians averaged with the previous one, and no randomisation."""
 
-    kp: dict[str, float] = {"HIP": 200.0, "KNEE": 250.0, "ANKLE": 80.0}
-    kd: dict[str, float] = {"HIP": 20.0, "KNEE": 25.0, "ANKLE": 8.0}
-    armature: dict[str, float] = Field(
+    kp: Gains = {"HIP": 200.0, "KNEE": 250.0, "ANKLE": 80.0}
+    kd: Gains = {"HIP": 20.0, "KNEE": 25.0, "ANKLE": 8.0}
+    armature: Gains = Field(
         {"HIP_P": 0.1925, "HIP_R": 0.1813, "HIP_Y": 0.1237, "KNEE": 0.1305, "ANKLE_R": 0.0653, "ANKLE_P": 0.1337},
         description="reflected rotor inertia per joint-name part, kg m^2",
     )
     damping: float = Field(0.2, ge=0, description="joint viscous damping, N m s/rad")
     torque_limits: bool = Field(False, description="clamp servo torques to the URDF's effort limits")
     visuals: bool = Field(False, description="load the robot's meshes (videos turn this on; physics is the same)")
-    action_scale: float = 1.0
-    action_clip: float | None = None
+    action_scale: PositiveFloat = 1.0
+    action_clip: PositiveFloat | None = None
     action_filter: Literal["ema", "pair"] = "pair"
-    init_joint_noise: float = 0.0
+    init_joint_noise: NonNegativeFloat = 0.0
     randomization: Randomization = Randomization(enabled=False)
-    height_range: tuple[float, float] = (0.6, 1.4)
+    height_range: Range = (0.6, 1.4)
     terminate_on_self_collision: bool = True
+
+    @field_validator("kp", "kd", "armature")
+    @classmethod
+    def _parts_of_leg_joints(cls, v: dict[str, float]) -> dict[str, float]:
+        check_gain_keys(v, LEGS)  # a typo would otherwise change nothing, silently
+        return v
 
 
 def load_robot(cfg: JvrcConfig, stairs: int = 0) -> tuple[mujoco.MjModel, RobotLayout, np.ndarray]:
@@ -271,10 +281,10 @@ class WalkConfig(JvrcConfig):
 
     swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings (LHW: 0.75)")
     stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW: 0.35)")
-    mode_probs: tuple[float, float, float] = Field((0.6, 0.2, 0.2), description="standing, in place, forward")
-    forward_speed: tuple[float, float] = Field((0.0, 0.4), description="m/s of the forward mode")
-    lateral_speed: tuple[float, float] = Field((0.0, 0.0), description="m/s sideways in the forward mode")
-    turn_rate: tuple[float, float] = Field((-0.5, 0.5), description="rad/s of yaw in the in-place mode")
+    mode_probs: Weights3 = Field((0.6, 0.2, 0.2), description="standing, in place, forward")
+    forward_speed: Range = Field((0.0, 0.4), description="m/s of the forward mode")
+    lateral_speed: Range = Field((0.0, 0.0), description="m/s sideways in the forward mode")
+    turn_rate: Range = Field((-0.5, 0.5), description="rad/s of yaw in the in-place mode")
     stand_switch_prob: float = Field(
         0.01, ge=0, le=1, description="chance per step, in double support, of standing <-> in place"
     )

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ppolab.envs.gait_clock import clock_score, clock_tables
-from ppolab.envs.humanoid import HumanoidBatch, rotate, yaw
+from ppolab.envs.humanoid import HumanoidBatch, Range, Weights5, rotate, yaw
 from ppolab.envs.jvrc import (
     FOOT_HALF,
     HEAD_POS,
@@ -62,14 +62,14 @@ class StepConfig(JvrcConfig):
 
     swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings, and a target is held (LHW: 0.75)")
     stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW: 0.35)")
-    plan_probs: tuple[float, float, float, float, float] = Field(
+    plan_probs: Weights5 = Field(
         (0.3, 0.2, 0.3, 0.15, 0.05), description="forward, backward, lateral, curved, standing"
     )
     forward_step: float = Field(0.3, gt=0, description="m between successive targets of a forward plan")
     backward_step: float = Field(0.1, gt=0)
     lateral_step: float = Field(0.4, gt=0, description="m out; each return step is two thirds of it")
     step_gap: float = Field(0.15, gt=0, description="m of a target either side of the walking line")
-    turn_per_step: tuple[float, float] = Field((0.05, 0.2), description="rad per step of a curved plan")
+    turn_per_step: Range = Field((0.05, 0.2), description="rad per step of a curved plan")
     target_radius: float = Field(0.2, gt=0, description="m: a foot this near a target has reached it")
     goal_height: float = Field(0.80, gt=0, description="root height above the feet the height term asks for")
     max_stair_height: float = Field(0.1, ge=0)
