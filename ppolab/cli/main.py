@@ -16,7 +16,7 @@ from ppolab.cli.args import Parser, add_model_flags, build, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
-from ppolab.ppo.config import TrainConfig, flag
+from ppolab.ppo.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
@@ -299,12 +299,12 @@ def _check_policy_file(option: str, path: Path) -> None:
 
 
 def run_eval(ns: argparse.Namespace) -> int:
-    if not 1 <= ns.episodes <= 10_000:
-        raise UserError("--episodes: from 1 to 10000")
-    if not 0 <= ns.seed < 2**32:
-        raise UserError("--seed: from 0 to 4294967295")
-    if ns.max_steps is not None and not 1 <= ns.max_steps <= 10**7:
-        raise UserError("--max-steps: from 1 to 10000000 (the steps of one episode)")
+    if not 1 <= ns.episodes <= MAX_EPISODES:
+        raise UserError(f"--episodes: from 1 to {MAX_EPISODES}")
+    if not 0 <= ns.seed <= MAX_SEED:
+        raise UserError(f"--seed: from 0 to {MAX_SEED}")
+    if ns.max_steps is not None and not 1 <= ns.max_steps <= MAX_STEPS:
+        raise UserError(f"--max-steps: from 1 to {MAX_STEPS} (the steps of one episode)")
     _check_policy_file("--path", Path(ns.path))
     from ppolab.ppo.playback import check_video_path, play
 

@@ -19,6 +19,9 @@ from ppolab.ppo.presets import with_preset
 
 MAX_BATCH = 50_000_000  # samples an iteration: GBs of rollout storage; more is a typo, not a plan
 MAX_WIDTH = 65_536
+MAX_EPISODES = 10_000  # deterministic evaluation episodes (train's evaluations, `ppolab eval`)
+MAX_STEPS = 10**7  # steps of one episode
+MAX_SEED = 2**32 - 1
 MAX_HIDDEN_WEIGHTS = 10**8  # 0.4 GB of float32, 1.6 GB with its gradient and Adam's two moments
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,99}")  # a folder name: no path, no leading dot or dash
 
@@ -45,14 +48,14 @@ class TrainConfig(BaseModel):
     num_envs_per_worker: int = Field(1, gt=0, le=65_536, description="envs each rollout worker steps")
     max_grad_norm: float = Field(0.5, gt=0, description="gradient-norm clip, per network")
     max_traj_len: int = Field(
-        400, gt=0, le=10**7, description="steps each env collects per iteration, and the episode horizon"
+        400, gt=0, le=MAX_STEPS, description="steps each env collects per iteration, and the episode horizon"
     )
     eval_freq: int = Field(
         100, gt=0, le=10**9, description="evaluate and checkpoint every N iterations (and at 0 and the end)"
     )
-    eval_episodes: int = Field(10, gt=0, le=10_000, description="deterministic episodes per evaluation")
+    eval_episodes: int = Field(10, gt=0, le=MAX_EPISODES, description="deterministic episodes per evaluation")
     seed: int | None = Field(
-        None, ge=0, le=2**32 - 1, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
+        None, ge=0, le=MAX_SEED, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
     )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="device for the update (sampling is on CPU)")
     update: Literal["fused", "exact"] = Field(
