@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ppolab import __version__
-from ppolab.cli import ops_cli, tune_cli
+from ppolab.cli import ops_cli, robots_cli, tune_cli
 from ppolab.cli.args import Parser, add_model_flags, build, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
@@ -211,6 +211,7 @@ def make_parser() -> Parser:
     _add_analyze(sub)
     _add_compare_report(sub)
     tune_cli.add_parser(sub)
+    robots_cli.add_parser(sub)
     ops_cli.add_parsers(sub)
     return parser
 
@@ -278,8 +279,8 @@ def _take_machine_lock(cfg: TrainConfig, resume_dir: Path | None):
 
 def _check_mirror(cfg: TrainConfig, given: dict) -> None:
     """Asking for a mirror loss on an env with no symmetry is a mistake worth one clear line."""
-    if "mirror_coeff" in given and ENVS[cfg.env].symmetry is None:
-        with_symmetry = sorted(n for n, c in ENVS.items() if c.symmetry is not None)
+    if "mirror_coeff" in given and not ENVS[cfg.env].has_symmetry:
+        with_symmetry = sorted(n for n, c in ENVS.items() if c.has_symmetry)
         raise UserError(
             f"--mirror-coeff: env {cfg.env} has no mirror symmetry; drop the flag "
             f"(the mirror loss is for {', '.join(with_symmetry)})"
@@ -499,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             "report": run_report,
             "envs": run_envs,
             "tune": tune_cli.run_tune,
+            "robots": robots_cli.run_robots,
             **ops_cli.COMMANDS,
         }[ns.subcommand](ns)
     except UserError as exc:

@@ -98,6 +98,7 @@ class CartpoleEnv:
     Config = CartpoleConfig
     obs_dim = 5
     act_dim = 1
+    has_symmetry = False
     symmetry = None
 
     def __init__(self, num_envs: int, config: CartpoleConfig | None = None) -> None:
@@ -108,6 +109,13 @@ class CartpoleEnv:
         self.num_envs = num_envs
         self.action_low = np.full(self.act_dim, -self.cfg.target_limit)
         self.action_high = np.full(self.act_dim, self.cfg.target_limit)
+
+    @property
+    def datas(self) -> list:
+        return self.physics.datas
+
+    def set_iteration(self, iteration: int) -> None:
+        """No curriculum."""
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         """Start env i hanging down (theta near pi) near the rail centre."""

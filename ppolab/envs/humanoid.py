@@ -5,9 +5,9 @@ smoothed with the previous action. MuJoCo position servos with torque limits
 (one general actuator per joint: gain kp, bias -kp q - kd qdot, clamped force)
 are the PD controller, computed in C at the physics rate (1 kHz); the policy
 acts at the control rate (40 Hz), one `mj_step(model, data, 25)` call per env.
-Arms, torso and waist have servos too, with a fixed target: they hold their pose.
+The other joints are welded, or held by servos with a fixed target, as the robot file says.
 
-Randomness inside an episode (observation noise, pushes) comes from a per-env
+Randomness inside an episode (observation noise, pushes, perturbations) comes from a per-env
 generator seeded by `reset_one`, so an env's trajectory depends only on its own
 seed and actions, never on the rest of the batch.
 """
@@ -31,7 +31,6 @@ from pydantic import (
     field_validator,
 )
 
-from ppolab.errors import UserError
 
 
 def _ordered(v: tuple[float, float]) -> tuple[float, float]:
@@ -54,23 +53,45 @@ Weights3 = Annotated[tuple[float, float, float], AfterValidator(_weights)]
 Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_weights)]
 
 
+class Perturbation(BaseModel):
+    """LearningHumanoidWalking's perturbations: now and then a random wrench on the root, which stays until
+    the next draw (half the draws clear it)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    enabled: bool = False
+    force: float = Field(10.0, ge=0, description="N: each component uniform in [-force, force]")
+    torque: float = Field(2.0, ge=0, description="N m: each component uniform in [-torque, torque]")
+    interval: float = Field(5.0, gt=0, description="mean seconds between draws")
+
+
 class Randomization(BaseModel):
-    """Domain randomisation, drawn per env at every reset (pushes: during the episode)."""
+    """Domain randomisation, drawn per env at every reset (pushes, perturbations and redraws: during the episode)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
-    obs_noise: float = Field(0.01, ge=0, description="std of Gaussian noise added to each observation")
+    obs_noise: NonNegativeFloat | dict[str, NonNegativeFloat] = Field(
+        0.01,
+        description="a number: std of Gaussian noise on every observation; a mapping: uniform noise of that "
+        "half-width per observation group (LHW's: root_orient, root_ang_vel, joint_pos, joint_vel, joint_torque)",
+    )
     push_force: float = Field(60.0, ge=0, description="largest horizontal push on the root, in N")
     push_interval: float = Field(3.0, gt=0, description="mean seconds between pushes")
     push_duration: float = Field(0.1, gt=0, description="seconds a push lasts")
     friction: ScaleRange = (0.7, 1.3)
-    damping: ScaleRange = (0.8, 1.2)
+    damping: ScaleRange = Field((0.8, 1.2), description="scale of the model's joint damping")
     mass: MassRange = (0.95, 1.05)
+    joint_damping: ScaleRange | None = Field(None, description="N m s/rad of the legs, drawn (LHW: 0.02 to 2)")
+    joint_frictionloss: ScaleRange | None = Field(None, description="N m of the legs, drawn (LHW: 0 to 2)")
+    com_offset: float = Field(0.0, ge=0, le=0.1, description="m: each body's centre of mass moved up to this much")
+    redraw_interval: float | None = Field(None, gt=0, description="mean seconds between redraws in an episode")
+    perturbation: Perturbation = Perturbation()
 
 
 class HumanoidConfig(BaseModel):
-    """Timing, gains, action shaping and initial-state noise; each task adds its own reward weights."""
+    """Timing, gains, action shaping and start states; each task adds its own rewards. A robot's tasks get
+    their defaults from its robot file (gains, rates, and its `tasks:` section)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -78,6 +99,9 @@ class HumanoidConfig(BaseModel):
     control_dt: float = Field(0.025, gt=0, le=1.0, description="a whole multiple of physics_dt")
     kp: Gains = Field(description="position gain per joint-name part (first match wins)")
     kd: Gains = Field(description="velocity gain per joint-name part (first match wins)")
+    armature: Gains = Field({}, description="reflected rotor inertia per joint-name part, kg m^2 (else the model's)")
+    damping: Gains = Field({}, description="joint viscous damping per joint-name part, N m s/rad (else the model's)")
+    visuals: bool = Field(False, description="load the robot's meshes (videos turn this on; physics is the same)")
     action_scale: float = Field(0.5, gt=0, description="radians of joint offset per unit of action")
     action_clip: float | None = Field(1.0, gt=0, description="actions are clipped to +-this (null: unbounded)")
     action_smoothing: float = Field(0.5, gt=0, le=1, description="weight of the new action against the previous")
@@ -86,12 +110,16 @@ class HumanoidConfig(BaseModel):
         description="ema: the offset is an exponential average of actions; pair: the weighted mean of this "
         "action and the previous one (LearningHumanoidWalking's)",
     )
-    init_joint_noise: float = Field(0.02, ge=0, description="radians of noise on the initial joint angles")
+    init_joint_noise: float = Field(0.02, ge=0, description="std of noise on the initial leg angles, rad")
+    init_tilt: float = Field(0.0, ge=0, le=0.5, description="initial roll and pitch, uniform within +-this, rad")
+    init_lift: float = Field(0.0, ge=0, le=0.5, description="initial root height above standing, up to this, m")
+    init_yaw: Range = Field((0.0, 0.0), description="initial heading, uniform in this range, rad")
     randomization: Randomization = Randomization()
     solver: Literal["newton", "pgs", "cg"] = Field(
         "newton", description="MuJoCo's constraint solver (LearningHumanoidWalking: pgs, 50 iterations)"
     )
     solver_iterations: int = Field(100, gt=0, le=10_000, description="the solver's iteration cap")
+    terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
 
     @field_validator("control_dt")
     @classmethod
@@ -103,46 +131,11 @@ class HumanoidConfig(BaseModel):
         return v
 
 
-def gain(table: dict[str, float], joint: str) -> float:
-    for part, value in table.items():
-        if part in joint:
-            return value
-    raise KeyError(f"no gain for joint {joint!r}; gains are given for {', '.join(table)}")
-
-
 def check_gain_keys(table: dict[str, float], joints: list[str]) -> None:
     """A key that is part of no joint's name is a typo that would silently change nothing: refuse it."""
     unused = [part for part in table if not any(part in name for name in joints)]
     if unused:
         raise ValueError(f"{', '.join(map(repr, unused))} is part of no joint's name; the joints: {', '.join(joints)}")
-
-
-def add_servos(
-    spec: mujoco.MjSpec,
-    joints: list[str],
-    kp: dict[str, float],
-    kd: dict[str, float],
-    limits: dict[str, float] | None,
-) -> None:
-    """A PD position servo on each joint, its torque clamped to the joint's limit (None: unclamped)."""
-    for field, table in (("kp", kp), ("kd", kd)):
-        try:
-            check_gain_keys(table, joints)
-        except ValueError as exc:
-            raise UserError(f"{field}: {exc}") from None
-    for name in joints:
-        p, d = gain(kp, name), gain(kd, name)
-        act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        act.gainprm[0] = p
-        act.biasprm[0:3] = [0.0, -p, -d]
-        if limits is None:
-            act.forcelimited = mujoco.mjtLimited.mjLIMITED_FALSE
-        else:
-            act.forcerange = [-limits[name], limits[name]]
-            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
 
 
 def roll_pitch(quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,6 +176,7 @@ class RobotLayout:
     leg_qpos: np.ndarray  # qpos index of each leg joint
     leg_qvel: np.ndarray
     leg_act: np.ndarray  # actuator index of each leg joint
+    leg_bodies: np.ndarray  # the body each leg joint moves
     root_body: int
     upper_body: int  # the body whose orientation "upright" rewards
     torque_limit: np.ndarray  # per leg joint (0 where unclamped)
@@ -195,6 +189,7 @@ class RobotLayout:
             leg_qpos=np.array([j.qposadr[0] for j in jnt]),
             leg_qvel=np.array([j.dofadr[0] for j in jnt]),
             leg_act=np.array([model.actuator(n).id for n in legs]),
+            leg_bodies=np.array([j.bodyid[0] for j in jnt]),
             root_body=model.body(root).id,
             upper_body=model.body(upper).id,
             torque_limit=np.array([model.actuator(n).forcerange[1] for n in legs]),
@@ -255,6 +250,9 @@ class HumanoidBatch:
         self.geom_body = model.geom_bodyid.copy()
         self.sensors = np.zeros((n, model.nsensordata))
         self.root_acc = np.zeros((n, 3))  # linear acceleration of the free joint (qacc[0:3])
+        self._act_qpos = np.array([model.jnt_qposadr[model.actuator_trnid[a, 0]] for a in range(model.nu)])
+        randomised = np.concatenate([[layout.root_body], layout.leg_bodies])
+        self._dyn_bodies = np.unique(randomised)  # LHW's: the root and the leg bodies
         # views into each MjData's memory, made once: the step loop does no attribute lookups.
         # The leg actuators are one contiguous block in every task here: a slice, not fancy indexing.
         act = layout.leg_act
@@ -270,17 +268,11 @@ class HumanoidBatch:
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         cfg, m, d = self.cfg, self.models[i], self.datas[i]
         self.rngs[i] = np.random.default_rng(rng.integers(2**63))
-        r = cfg.randomization
-        if r.enabled:
-            b = self.base
-            m.body_mass[:] = b.body_mass * rng.uniform(*r.mass, size=b.nbody)
-            m.geom_friction[:, 0] = b.geom_friction[:, 0] * rng.uniform(*r.friction)
-            m.dof_damping[:] = b.dof_damping * rng.uniform(*r.damping, size=b.nv)
+        if cfg.randomization.enabled:
+            self._draw_dynamics(i, rng)
         mujoco.mj_resetData(m, d)
-        qpos = self.nominal_qpos.copy()
-        qpos[self.layout.leg_qpos] += rng.normal(0.0, cfg.init_joint_noise, size=len(self.layout.leg_qpos))
-        d.qpos[:] = qpos
-        d.ctrl[:] = qpos[self._act_qpos()]
+        d.qpos[:] = self._start_pose(rng)
+        d.ctrl[:] = d.qpos[self._act_qpos]
         mujoco.mj_forward(m, d)
         self.prev_action[i] = 0.0
         self.prev_raw[i] = 0.0
@@ -288,11 +280,36 @@ class HumanoidBatch:
         self.push_left[i] = 0
         self._gather(i)
 
-    def _act_qpos(self) -> np.ndarray:
-        if not hasattr(self, "_act_qpos_idx"):
-            m = self.base
-            self._act_qpos_idx = np.array([m.jnt_qposadr[m.actuator_trnid[a, 0]] for a in range(m.nu)])
-        return self._act_qpos_idx
+    def _start_pose(self, rng: np.random.Generator) -> np.ndarray:
+        """The nominal pose with the config's start noise: leg angles, tilt, lift and heading."""
+        cfg, lay = self.cfg, self.layout
+        qpos = self.nominal_qpos.copy()
+        qpos[lay.leg_qpos] += rng.normal(0.0, cfg.init_joint_noise, size=len(lay.leg_qpos))
+        if cfg.init_tilt or cfg.init_lift or cfg.init_yaw != (0.0, 0.0):
+            roll, pitch = rng.uniform(-cfg.init_tilt, cfg.init_tilt, size=2)
+            heading = rng.uniform(*cfg.init_yaw)
+            quat = np.zeros(4)
+            mujoco.mju_euler2Quat(quat, [roll, pitch, heading], "xyz")
+            turned = np.zeros(4)
+            mujoco.mju_mulQuat(turned, quat, qpos[3:7])
+            qpos[3:7] = turned
+            qpos[2] += rng.uniform(0.0, cfg.init_lift)
+        return qpos
+
+    def _draw_dynamics(self, i: int, rng: np.random.Generator) -> None:
+        """This env's masses, friction and joint damping (and LHW's joint friction and centres of mass)."""
+        r, b, m = self.cfg.randomization, self.base, self.models[i]
+        m.body_mass[:] = b.body_mass * rng.uniform(*r.mass, size=b.nbody)
+        m.geom_friction[:, 0] = b.geom_friction[:, 0] * rng.uniform(*r.friction)
+        m.dof_damping[:] = b.dof_damping * rng.uniform(*r.damping, size=b.nv)
+        legs = self.layout.leg_qvel
+        if r.joint_damping is not None:
+            m.dof_damping[legs] = rng.uniform(*r.joint_damping, size=len(legs))
+        if r.joint_frictionloss is not None:
+            m.dof_frictionloss[legs] = rng.uniform(*r.joint_frictionloss, size=len(legs))
+        if r.com_offset:
+            bodies = self._dyn_bodies
+            m.body_ipos[bodies] = b.body_ipos[bodies] + rng.uniform(-r.com_offset, r.com_offset, (len(bodies), 3))
 
     # -- stepping -------------------------------------------------------------
     def apply(self, action: np.ndarray) -> np.ndarray:
@@ -304,6 +321,7 @@ class HumanoidBatch:
         targets = self.nominal_leg + cfg.action_scale * smoothed
         r = cfg.randomization
         push_on = r.enabled and r.push_force > 0
+        during = r.enabled and (r.perturbation.enabled or r.redraw_interval is not None)
         push_steps = max(1, round(r.push_duration / cfg.control_dt))
         p_start = cfg.control_dt / r.push_interval
         step, legs = mujoco.mj_step, self._legs
@@ -312,11 +330,25 @@ class HumanoidBatch:
             ctrl[legs] = targets[i]
             if push_on:
                 self._update_push(i, d, p_start, push_steps, r.push_force)
+            if during:
+                self._during_episode(i, d)
             step(m, d, k)
             self._gather(i)
         self.prev_action = smoothed
         self.prev_raw = a
         return smoothed
+
+    def _during_episode(self, i: int, d: mujoco.MjData) -> None:
+        """LHW's in-episode randomisation: a new random wrench on the root now and then, new dynamics now and then."""
+        r, dt, rng = self.cfg.randomization, self.cfg.control_dt, self.rngs[i]
+        p = r.perturbation
+        if p.enabled and rng.random() < dt / p.interval:
+            d.xfrc_applied[self.layout.root_body, :3] = rng.uniform(-p.force, p.force, 3)
+            d.xfrc_applied[self.layout.root_body, 3:] = rng.uniform(-p.torque, p.torque, 3)
+            if rng.random() < 0.5:
+                d.xfrc_applied[:] = 0.0
+        if r.redraw_interval is not None and rng.random() < dt / r.redraw_interval:
+            self._draw_dynamics(i, rng)
 
     def _update_push(self, i: int, d: mujoco.MjData, p_start: float, steps: int, force: float) -> None:
         if self.push_left[i] > 0:
@@ -345,8 +377,15 @@ class HumanoidBatch:
             self.self_contact[i] = False
 
     # -- observations -----------------------------------------------------------
-    def noisy(self, obs: np.ndarray) -> np.ndarray:
-        std = self.cfg.randomization.obs_noise if self.cfg.randomization.enabled else 0.0
-        if std > 0:
-            obs = obs + np.stack([r.normal(0.0, std, size=obs.shape[1]) for r in self.rngs])
+    def noisy(self, obs: np.ndarray, groups: dict[str, slice] | None = None) -> np.ndarray:
+        """Observation noise: Gaussian on every entry, or LHW's uniform noise per named group."""
+        r = self.cfg.randomization
+        noise = r.obs_noise if r.enabled else 0.0
+        if isinstance(noise, dict):
+            half = np.zeros(obs.shape[1])
+            for name, width in noise.items():
+                half[(groups or {}).get(name, slice(0, 0))] = width
+            obs = obs + np.stack([rng.uniform(-half, half) for rng in self.rngs])
+        elif noise > 0:
+            obs = obs + np.stack([rng.normal(0.0, noise, size=obs.shape[1]) for rng in self.rngs])
         return obs.astype(np.float32)

@@ -1,4 +1,5 @@
-"""What the sampler, the trainer and playback need of an env: a batch of MuJoCo envs stepped together."""
+"""What the sampler, the trainer, playback and the checks need of an env: a batch of MuJoCo envs stepped
+together, and what it can do besides (declared here, so that no caller has to probe with hasattr)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,24 @@ from pydantic import BaseModel
 
 
 class BatchEnv(Protocol):
-    """`num_envs` envs of one task. The horizon, and resets after an episode ends, belong to the sampler.
-
-    Optional: `set_iteration(iteration)` for curricula that follow training (jvrc_step's stairs).
-    """
+    """`num_envs` envs of one task. The horizon, and resets after an episode ends, belong to the sampler."""
 
     name: ClassVar[str]
     Config: ClassVar[type[BaseModel]]  # the task's settings (`--yaml` overrides them)
-    obs_dim: ClassVar[int]
-    act_dim: ClassVar[int]
-    symmetry: ClassVar[Any]  # mirror maps of observations and actions (ppolab.envs.symmetry), or None
+    has_symmetry: ClassVar[bool]  # whether `symmetry` is set (the mirror loss applies)
+    obs_dim: int
+    act_dim: int
+    symmetry: Any  # mirror maps of observations and actions (ppolab.envs.symmetry.Symmetry), or None
     num_envs: int
     cfg: BaseModel
     model: mujoco.MjModel  # for rendering
+
+    @property
+    def datas(self) -> list[mujoco.MjData]:
+        """Each env's MuJoCo state (videos render env 0's)."""
+
+    def set_iteration(self, iteration: int) -> None:
+        """The training iteration, for curricula that follow it (the stepping task's stairs); else ignored."""
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         """Start a new episode in env `i`, every random draw from `rng`."""
@@ -32,3 +38,17 @@ class BatchEnv(Protocol):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Apply (num_envs, act_dim) actions for one control period: observations, rewards, terminated."""
+
+
+class Walker(BatchEnv, Protocol):
+    """A humanoid task with a velocity command (`<robot>_walk`): what the behaviour checks drive."""
+
+    weight: float  # N
+    period: int  # control steps of one gait cycle
+    heading_error: np.ndarray
+
+    def set_command(self, mode: int, yaw_rate: float = 0.0, vx: float = 0.0, vy: float = 0.0) -> None:
+        """Every env in `mode` with this command, held (no random switches)."""
+
+    def foot_contact(self) -> np.ndarray:
+        """(num_envs, 2) bool: the right and the left sole carry weight."""

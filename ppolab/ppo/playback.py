@@ -105,7 +105,7 @@ def render_video(
 
     from ppolab.envs import env_class
 
-    if "visuals" in env_class(env_name).Config.model_fields:  # the robot's meshes: same physics, real looks
+    if "visuals" in env_class(env_name, overrides).Config.model_fields:  # the robot's meshes: same physics, real looks
         overrides = {**(overrides or {}), "visuals": True}
     env = make_env(env_name, 1, overrides)
     try:
@@ -124,7 +124,7 @@ def render_video(
 
             def grab(e) -> None:
                 nonlocal frames
-                renderer.update_scene(e.physics.datas[0], camera=0)
+                renderer.update_scene(e.datas[0], camera=0)
                 writer.append_data(renderer.render())
                 frames += 1
                 progress.advance()

@@ -79,8 +79,7 @@ def collect(
         ep_return=np.full((steps, n), np.nan),
         ep_length=np.full((steps, n), np.nan),
     )
-    if hasattr(env, "set_iteration"):  # curricula (jvrc_step's stairs) follow the training iteration
-        env.set_iteration(iteration)
+    env.set_iteration(iteration)  # curricula (the stepping task's stairs) follow the training iteration
     for i in range(n):
         env.reset_one(i, rngs[i])
     obs = env.observe()

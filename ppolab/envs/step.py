@@ -1,45 +1,35 @@
-"""`jvrc_step`: JVRC-1 steps onto a plan of footstep targets, on flat ground or up stairs.
+"""`<robot>_step`: LearningHumanoidWalking's stepping task on any robot file: step onto a plan of
+footstep targets, on flat ground or up stairs.
 
-The task is LearningHumanoidWalking's stepping task. Each episode draws a plan in
-the frame the robot starts in: forward (0.3 m steps), backward (0.1 m), lateral
-(0.4 m out, two thirds of it back), curved, or standing (one target between the
-feet), at 0.3 / 0.2 / 0.3 / 0.15 / 0.05. The gait clock is jvrc_walk's 1.1 s cycle (LHW: 2.2 s).
-A target counts as reached while a foot is within `target_radius` (0.2 m) of it;
-after `swing_duration` of frames there (16; LHW: 30), the next target follows. The step
-reward is dense: 0.8 exp(-d / 0.25) while a foot is within the radius (d: the
-nearer foot's distance to the target) plus 0.2 exp(-|root - midpoint of the next
-two targets| / 2).
+Each episode draws a plan in the frame the robot starts in: forward (0.3 m steps), backward (0.1 m),
+lateral (0.4 m out, two thirds of it back), curved, or standing (one target between the feet), at
+0.3 / 0.2 / 0.3 / 0.15 / 0.05 (a robot file's `tasks: step:` changes any of it). The gait clock is
+the walking task's (JVRC: a 1.1 s cycle; LHW: 2.2 s). A target counts as reached while a sole is
+within `target_radius` (0.2 m) of it; after `swing_duration` of frames there (16; LHW: 30), the next
+target follows. The step reward is dense: 0.8 exp(-d / 0.25) while a sole is within the radius (d:
+the nearer sole's distance to the target) plus 0.2 exp(-|root - midpoint of the next two targets| / 2).
 
-Stairs: a forward plan's targets rise after its first 2-3 steps; the tread height
-grows with the training iteration (`set_iteration`, called by the sampler) from 0
-at `stair_ramp_start` to `max_stair_height` (0.1 m) over `stair_ramp_iterations`
-(LHW: 3,000 and 8,000). LHW also descends; here stairs only rise.
+Stairs: a forward plan's targets rise after its first 2-3 steps; the tread height grows with the
+training iteration (`set_iteration`, called by the sampler) from 0 at `stair_ramp_start` to
+`max_stair_height` (0.1 m) over `stair_ramp_iterations` (LHW: 3,000 and 8,000). LHW also descends;
+here stairs only rise.
 
-Observation (39): the robot state (29, as jvrc_walk), the clock (sin, cos),
-and the next two targets in the root frame (dx, dy, dz, dyaw each).
+Observation: the robot state, the clock (sin, cos), and the next two targets in the root frame
+(dx, dy, dz, dyaw each).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ppolab.envs.gait_clock import clock_score, clock_tables
-from ppolab.envs.humanoid import HumanoidBatch, Range, Weights5, rotate, yaw
-from ppolab.envs.jvrc import (
-    FOOT_HALF,
-    HEAD_POS,
-    STAIR_HALF,
-    JvrcConfig,
-    load_robot,
-    robot_state,
-    robot_state_mirror,
-)
-from ppolab.envs.symmetry import SignedPermutation, Symmetry, leg_mirror
+from ppolab.envs.gait_clock import check_half_cycle, clock_score, clock_tables
+from ppolab.envs.humanoid import Range, Weights5, yaw
+from ppolab.envs.robot_model import STAIR_HALF
+from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
-FOOT_HALF_Z = FOOT_HALF[2]  # the sole sites sit at the soles' centres, this far above their bottoms
 
 
 class StepRewards(BaseModel):
@@ -55,9 +45,9 @@ class StepRewards(BaseModel):
     upper_body: float = 0.05
 
 
-class StepConfig(JvrcConfig):
-    """LHW's stepping task on jvrc_walk's 1.1 s clock. On LHW's 2.2 s clock, with a target held one swing
-    (0.75 s, 30 frames) before the next follows, 400 steps reach at most 13 of a plan's 20 targets and
+class StepConfig(RobotTaskConfig):
+    """LHW's stepping task on the walking task's 1.1 s clock. On LHW's 2.2 s clock, with a target held one
+    swing (0.75 s, 30 frames) before the next follows, 400 steps reach at most 13 of a plan's 20 targets and
     about 9 in stride: the footstep check's 80% could not be met (benchmarks/README.md)."""
 
     swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings, and a target is held (LHW: 0.75)")
@@ -69,39 +59,29 @@ class StepConfig(JvrcConfig):
     backward_step: float = Field(0.1, gt=0)
     lateral_step: float = Field(0.4, gt=0, description="m out; each return step is two thirds of it")
     step_gap: float = Field(0.15, gt=0, description="m of a target either side of the walking line")
+    first_gap: Range = Field((0.095, 0.105), description="m: the first target (under the stance foot) off the line")
     turn_per_step: Range = Field((0.05, 0.2), description="rad per step of a curved plan")
-    target_radius: float = Field(0.2, gt=0, description="m: a foot this near a target has reached it")
-    goal_height: float = Field(0.80, gt=0, description="root height above the feet the height term asks for")
+    target_radius: float = Field(0.2, gt=0, description="m: a sole this near a target has reached it")
     max_stair_height: float = Field(0.1, ge=0)
     stair_ramp_start: int = Field(3000, ge=0, description="iteration from which stairs start to rise")
     stair_ramp_iterations: int = Field(8000, gt=0)
     rewards: StepRewards = StepRewards()
 
-
-def step_symmetry() -> Symmetry:
-    swaps, negate = robot_state_mirror()
-    negate += [29, 30, 32, 34, 36, 38]  # clock half a cycle on; dy and dyaw of both targets
-    act_swaps, act_negate = leg_mirror(0, 6, [1, 2, 4])
-    return Symmetry(SignedPermutation.build(39, swaps, negate), SignedPermutation.build(12, act_swaps, act_negate))
+    @model_validator(mode="after")
+    def _mirrored_halves(self) -> StepConfig:
+        check_half_cycle(self.swing_duration, self.stance_duration, self.control_dt)
+        return self
 
 
-class JvrcStepEnv:
-    """A batch of JVRC-1 footstep-following envs."""
+class StepTask(RobotTask):
+    """Follow a plan of footstep targets"""
 
-    name = "jvrc_step"
+    task = "step"
     Config = StepConfig
-    obs_dim = 39
-    act_dim = 12
-    symmetry = step_symmetry()
 
     def __init__(self, num_envs: int, config: StepConfig | None = None) -> None:
-        self.cfg = cfg = config or StepConfig()
-        self.model, layout, nominal = load_robot(cfg, stairs=N_STEPS)
-        # stairs move per env: every env needs its own model copy, randomised or not
-        self.batch = HumanoidBatch(self.model, layout, cfg, num_envs, nominal, own_models=True)
-        self.physics = self.batch
-        self.num_envs = num_envs
-        self.weight = float(self.model.body_subtreemass[1] * -self.model.opt.gravity[2])
+        super().__init__(num_envs, config, stairs=N_STEPS)
+        cfg = self.cfg
         self.stair_geoms = np.array([self.model.geom(f"stair{k}").id for k in range(N_STEPS)])
         self.clock, _ = clock_tables(cfg.swing_duration, cfg.stance_duration, cfg.control_dt)
         self.period = len(self.clock)
@@ -110,9 +90,17 @@ class JvrcStepEnv:
         self.plan = np.zeros((n, N_STEPS, 4))  # x, y, z, yaw of each target, in the world
         self.kind = np.zeros(n, dtype=int)  # index into PLANS
         self.target = np.zeros(n, dtype=int)  # the target to reach now (t1); the next one is t1 + 1
-        self.reached = np.zeros(n, dtype=int)  # frames a foot has stayed within the radius of the target
+        self.reached = np.zeros(n, dtype=int)  # frames a sole has stayed within the radius of the target
         self.phase = np.zeros(n, dtype=int)
         self.iteration = 0
+        self.layout = {**self.proprioception_layout()}
+        start = self.layout[next(reversed(self.layout))].stop
+        for name, size in (("clock", 2), ("targets", 8)):
+            self.layout[name] = slice(start, start + size)
+            start += size
+        self.obs_dim, self.act_dim = start, self.n_legs
+        # clock half a cycle on; dy and dyaw of both targets flip
+        self.symmetry = self.mirrored(list(range(10)), [-1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
 
     def set_iteration(self, iteration: int) -> None:
         """The stairs curriculum: treads rise with the training iteration."""
@@ -132,7 +120,7 @@ class JvrcStepEnv:
         self.kind[i] = kind
         left_first = self.phase[i] != 0  # the first target is where the stance foot stands
         side = np.where((k % 2 == 0) == left_first, -1.0, 1.0)  # -1: a right-foot target
-        first = rng.uniform(0.095, 0.105)
+        first = rng.uniform(*c.first_gap)
         y = np.where(k == 0, first, c.step_gap) * side
         zero = np.zeros(N_STEPS)
         yaw, z = zero, zero
@@ -171,12 +159,9 @@ class JvrcStepEnv:
         self.batch.reset_one(i, rng)
         env_rng = self.batch.rngs[i]
         self.phase[i] = 0 if env_rng.random() < 0.5 else self.period // 2
-        self._draw_plan(i, env_rng, self._foot_pos()[i, :, :2].mean(axis=0))
+        self._draw_plan(i, env_rng, self.sole_positions()[i, :, :2].mean(axis=0))
         self.target[i] = 0
         self.reached[i] = 0
-
-    def _foot_pos(self) -> np.ndarray:
-        return self.batch.sensors[:, 8:14].reshape(-1, 2, 3)
 
     def _targets_in_root_frame(self) -> np.ndarray:
         """The next two targets (x, y, z, yaw) relative to the root's position and heading; zeros when standing."""
@@ -194,10 +179,13 @@ class JvrcStepEnv:
     def observe(self) -> np.ndarray:
         clock = 2 * np.pi * self.phase / self.period
         obs = np.concatenate(
-            [robot_state(self.batch), np.sin(clock)[:, None], np.cos(clock)[:, None], self._targets_in_root_frame()],
+            [self.proprioception(), np.sin(clock)[:, None], np.cos(clock)[:, None], self._targets_in_root_frame()],
             axis=1,
         )
-        return self.batch.noisy(obs)
+        return self.batch.noisy(obs, self.layout)
+
+    def ground_height(self) -> np.ndarray:
+        return self.sole_positions()[:, :, 2].min(axis=1)
 
     # -- stepping -------------------------------------------------------------------
     def _advance_targets(self, dist: np.ndarray) -> np.ndarray:
@@ -215,7 +203,7 @@ class JvrcStepEnv:
         b.apply(action)
         self.phase = (self.phase + 1) % self.period
         rows = np.arange(self.num_envs)
-        feet = self._foot_pos()
+        feet = self.sole_positions()
         dist = np.linalg.norm(feet - self.plan[rows, self.target, None, :3], axis=2).min(axis=1)
         inside = self._advance_targets(dist)
         t1, t2 = self.plan[rows, self.target], self.plan[rows, np.minimum(self.target + 1, N_STEPS - 1)]
@@ -223,22 +211,17 @@ class JvrcStepEnv:
         hit = np.where(inside, np.exp(-dist / 0.25), 0.0)
         progress = np.exp(-np.linalg.norm(b.qpos[:, :2] - (t1[:, :2] + t2[:, :2]) / 2, axis=1) / 2)
         frc_clock = np.where((self.kind == PLANS.index("standing"))[:, None], 1.0, self.clock[self.phase])
-        force = np.clip(b.sensors[:, 0:2] / (0.5 * self.weight), 0.0, 1.0)
-        speed = np.clip(np.linalg.norm(b.sensors[:, 2:8].reshape(-1, 2, 3), axis=2) / 0.2, 0.0, 1.0)
+        force = np.clip(b.sensors[:, self.s.touch] / (0.5 * self.weight), 0.0, 1.0)
+        speed = np.clip(self.sole_speeds() / 0.2, 0.0, 1.0)
         q = b.qpos[:, 3:7]
         half = t1[:, 3] / 2  # the target's heading as a quaternion (w, 0, 0, z)
         align = q[:, 0] * np.cos(half) + q[:, 3] * np.sin(half)
-        ground = feet[:, :, 2].min(axis=1) - FOOT_HALF_Z
-        height_err = np.abs(b.qpos[:, 2] - ground - c.goal_height)
-        head_offset = rotate(q, HEAD_POS)[:, :2]
+        height_err = np.abs(b.qpos[:, 2] - feet[:, :, 2].min(axis=1) - self.goal_height)
         reward = (
             w.foot_force * clock_score(frc_clock, force) + w.foot_velocity * clock_score(-frc_clock, speed)
             + w.orientation * np.exp(-10.0 * (1.0 - align**2))
             + w.height * np.exp(-40.0 * np.where(height_err < 0.01, 0.0, height_err) ** 2)
             + w.step * (0.8 * hit + 0.2 * progress)
-            + w.upper_body * np.exp(-10.0 * np.sum(head_offset**2, axis=1))
+            + w.upper_body * np.exp(-10.0 * np.sum(self.head_offset() ** 2, axis=1))
         )  # fmt: skip
-        terminated = b.qpos[:, 2] - ground < c.height_range[0]
-        if c.terminate_on_self_collision:
-            terminated |= b.self_contact
-        return self.observe(), reward, terminated
+        return self.observe(), reward, self.fallen()

@@ -1,0 +1,99 @@
+"""`ppolab robots`: the robot files ppolab ships, and `ppolab robots check FILE` for one of yours."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ppolab.errors import UserError
+
+HELP = """A robot file is one YAML that makes a humanoid trainable: its model (MJCF or URDF), legs, feet,
+root and head, nominal pose, PD gains, rates and left/right naming (see ppolab/envs/robots/*.yaml
+and the README's "Add your robot"). Each robot gets three envs: NAME_walk, NAME_stand, NAME_step.
+
+  ppolab robots                       the shipped robots, their envs and shipped policies
+  ppolab robots check FILE            validate a robot file (a shipped robot's name works too):
+                                      names, mirror, standing 2 s, a picture (FILE.png)
+  ppolab train --env NAME_walk --robot FILE    train one of its tasks
+
+check exits 0 when every check passes, 1 when one fails (the figures say which), 2 for a file
+that cannot be read or built (one line naming the file, the line and the fix)."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("robots", help="the robot files, and `check FILE` to validate one",
+                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("action", nargs="?", choices=["check"], help="check: validate a robot file")
+    p.add_argument("file", nargs="?", help="the robot file (or a shipped robot's name)")
+    p.add_argument("--picture", metavar="PNG", help="where the picture of the nominal pose goes (default: FILE.png "
+                   "beside the file; a shipped robot: ./NAME.png)")  # fmt: skip
+    p.add_argument("--no-picture", action="store_true", help="skip the picture (no rendering)")
+    p.add_argument("--json", action="store_true", help="the figures as JSON (schema_version 1)")
+
+
+def run_robots(ns: argparse.Namespace) -> int:
+    from ppolab.envs import robot_file
+
+    if ns.action is None:
+        if ns.file:
+            raise UserError(f"robots: unexpected {ns.file!r}; did you mean `ppolab robots check {ns.file}`?")
+        return _list()
+    if not ns.file:
+        raise UserError("robots check: name a robot file (or a shipped robot: " + ", ".join(robot_file.shipped()) + ")")
+    file = robot_file.read(ns.file)
+    picture = None if ns.no_picture else Path(ns.picture or _default_picture(ns.file, file))
+    if picture is not None:
+        if picture.suffix.lower() != ".png":
+            raise UserError(f"--picture {picture}: name a .png file")
+        if not picture.parent.is_dir():
+            raise UserError(f"--picture {picture}: no folder {picture.parent}")
+    from ppolab.envs.robot_check import check
+
+    result = check(file, picture)
+    if ns.json:
+        print(json.dumps({"schema_version": 1, **result}, indent=2))
+    else:
+        _print_check(result)
+    return 0 if result["passed"] else 1
+
+
+def _default_picture(arg: str, file) -> Path:
+    path = Path(arg)
+    return path.with_suffix(".png") if path.suffix in (".yaml", ".yml") else Path(f"{file.name}.png")
+
+
+def _list() -> int:
+    from ppolab.envs import robot_file
+
+    pretrained = Path.cwd() / "pretrained"
+    for name in robot_file.shipped():
+        f = robot_file.shipped_robot(name)
+        shipped = [t for t in ("walk", "stand", "step") if (pretrained / f"{name}_{t}" / "actor.pt").is_file()]
+        extra = f"; trained: {', '.join(f'pretrained/{name}_{t}' for t in shipped)}" if shipped else ""
+        print(f"{name}: {f.description or f.model.path} (envs {name}_walk, {name}_stand, {name}_step{extra})")
+    print("A robot of your own: `ppolab robots check FILE`, then `ppolab train --env NAME_walk --robot FILE`.")
+    return 0
+
+
+def _print_check(r: dict) -> None:
+    ok = lambda b: "ok" if b else "FAILED"  # noqa: E731
+    print(f"Robot {r['robot']}: {r['legs']} leg joints, {r['mass_kg']} kg, root {r['nominal_height_m']} m high "
+          f"at the nominal pose ({r['model']})")  # fmt: skip
+    print("  names: ok (every joint, body and site the file names is in the model)")
+    print(f"  mirror twice is the identity: {ok(r['mirror_twice_identity'])}")
+    print(f"  nominal pose mirrors to itself: {ok(r['nominal_mirrors_to_itself'])}"
+          + ("" if r["nominal_mirrors_to_itself"] else f" (worst: {r['nominal_mirror_worst']})"))  # fmt: skip
+    flips = [j for j, _, s in r["pairs"] if s < 0]
+    print(f"  mirror pairs: {len(r['pairs']) // 2}; sign flips (roll and yaw axes): {', '.join(flips) or 'none'}")
+    print(f"  no self-contact at the nominal pose: {ok(not r['self_contact_at_nominal'])}")
+    h, f = r["stand_harness"], r["stand_free"]
+    stood = h["seconds_up"] >= 2.0 and 0.8 <= h.get("weight_on_soles", 0) <= 1.2
+    print(f"  stands 2 s under its PD servos, the soles carrying the weight (root kept from tipping by a harness): "
+          f"{ok(stood)} "
+          f"({h['seconds_up']} s; lowest root {h.get('lowest_height_share', 0):.0%} of nominal; soles carry "
+          f"{h.get('weight_on_soles', 0):.0%} of the weight)")  # fmt: skip
+    print(f"  without the harness it stays up {f['seconds_up']} s (a policy balances it; not judged)")
+    if "picture" in r:
+        print(f"  picture of the nominal pose: {r['picture']}")
+    print("Passed." if r["passed"] else "FAILED: see the lines marked FAILED.")

@@ -1,0 +1,212 @@
+"""`<robot>_walk`: LearningHumanoidWalking's walking task on any robot file, holding its heading.
+
+Each episode is in one of three modes, switched at random: standing, stepping in place
+(turning at a commanded yaw rate), and walking forward at a commanded speed. A gait clock
+(right swing, double support, left swing, double support) says when each foot should
+carry weight and when it should swing; LHW's rewards score the feet against it, and the
+root's velocity, yaw rate, height, posture and smoothness.
+
+Beyond LHW, so that a robot told to walk straight walks straight: the task keeps a heading
+reference (the heading when a stepping mode starts, turned at the commanded yaw rate) and,
+while stepping, adds `heading_gain` x the heading error to the observed yaw-rate command,
+as legged_gym's heading command does. Two reward terms make the tracking tight: `heading`
+(the error itself) and `velocity_fine` (the velocity averaged over about half a gait cycle,
+on a 0.05 m/s scale, beside LHW's broad instantaneous term). Measured in benchmarks/README.md.
+
+Observation: the robot state (root roll and pitch, root angular velocity, leg joint angles
+and velocities, and their torques where the robot's task says so), the clock (sin, cos),
+the mode one-hot (standing, in place, forward) and the command (yaw rate, vx, vy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ppolab.envs.gait_clock import check_half_cycle, clock_score, clock_tables
+from ppolab.envs.humanoid import Range, Weights3, yaw
+from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
+
+STANDING, IN_PLACE, FORWARD = 0, 1, 2
+MODES = ("standing", "in_place", "forward")
+VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
+
+
+class WalkRewards(BaseModel):
+    """LearningHumanoidWalking's walking terms, with `velocity_fine` and `heading` added (they sum to 1)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    foot_force: float = 0.2
+    foot_velocity: float = 0.2
+    root_accel: float = 0.05
+    height: float = 0.05
+    velocity: float = 0.1
+    velocity_fine: float = 0.1
+    yaw_rate: float = 0.075
+    heading: float = 0.075
+    upper_body: float = 0.05
+    posture: float = 0.05
+    torque_change: float = 0.025
+    action_change: float = 0.025
+
+
+class WalkConfig(RobotTaskConfig):
+    """LHW's walking task on a 1.1 s gait cycle (0.4 s swing, 0.15 s double support; LHW's JVRC: 2.2 s),
+    with a heading reference. A robot file's `tasks: walk:` changes any of it."""
+
+    swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings (LHW's JVRC: 0.75)")
+    stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW's JVRC: 0.35)")
+    mode_probs: Weights3 = Field((0.4, 0.2, 0.4), description="standing, in place, forward at the start")
+    forward_speed: Range = Field((0.1, 0.4), description="m/s of the forward mode")
+    lateral_speed: Range = Field((0.0, 0.0), description="m/s sideways in the forward mode")
+    turn_rate: Range = Field((-0.5, 0.5), description="rad/s of yaw in the in-place mode")
+    stand_switch_prob: float = Field(
+        0.01, ge=0, le=1, description="chance per step, in double support, of standing <-> in place"
+    )
+    walk_switch_prob: float = Field(0.005, ge=0, le=1, description="chance per step of in place <-> forward")
+    heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
+                                "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
+    heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
+    heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
+    velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale")
+    rewards: WalkRewards = WalkRewards()
+
+    @model_validator(mode="after")
+    def _mirrored_halves(self) -> WalkConfig:
+        check_half_cycle(self.swing_duration, self.stance_duration, self.control_dt)
+        return self
+
+
+class WalkTask(RobotTask):
+    """Walk on a velocity command with a clock-driven gait, holding the heading."""
+
+    task = "walk"
+    Config = WalkConfig
+
+    def __init__(self, num_envs: int, config: WalkConfig | None = None) -> None:
+        super().__init__(num_envs, config)
+        cfg = self.cfg
+        self.clock, self.double_support = clock_tables(cfg.swing_duration, cfg.stance_duration, cfg.control_dt)
+        self.period = len(self.clock)
+        n = num_envs
+        self.phase = np.zeros(n, dtype=int)  # control steps into the gait cycle
+        self.mode = np.zeros(n, dtype=int)
+        self.rate = np.zeros(n)  # the mode's yaw rate (in place)
+        self.velocity = np.zeros((n, 2))  # the mode's vx, vy (forward)
+        self.heading_ref = np.zeros(n)
+        self.command = np.zeros((n, 3))  # what the policy observes: yaw rate (with the correction), vx, vy
+        self.v_avg = np.zeros((n, 2))  # body-frame velocity, averaged
+        self.prev_torque = np.zeros((n, self.n_legs))
+        self.held = False  # a fixed command (the behaviour checks, videos): no random switches
+        self.layout = {**self.proprioception_layout()}
+        start = self.layout[next(reversed(self.layout))].stop
+        for name, size in (("clock", 2), ("mode", 3), ("command", 3)):
+            self.layout[name] = slice(start, start + size)
+            start += size
+        self.obs_dim, self.act_dim = start, self.n_legs
+        self.symmetry = self.mirrored(list(range(8)), [-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
+
+    # -- commands ---------------------------------------------------------------
+    def _set_mode(self, i: int, mode: int, rng: np.random.Generator) -> None:
+        c = self.cfg
+        self.mode[i] = mode
+        self.rate[i] = rng.uniform(*c.turn_rate) if mode == IN_PLACE else 0.0
+        self.velocity[i] = [rng.uniform(*c.forward_speed), rng.uniform(*c.lateral_speed)] if mode == FORWARD else 0.0
+        self.heading_ref[i] = yaw(self.batch.qpos[i : i + 1, 3:7])[0]  # a new mode starts from where it faces
+
+    def set_command(self, mode: int, yaw_rate: float = 0.0, vx: float = 0.0, vy: float = 0.0) -> None:
+        """Every env in `mode` with this command, held: the mode never switches (checks, videos)."""
+        self.held = True
+        self.mode[:] = mode
+        self.rate[:] = yaw_rate
+        self.velocity[:] = [vx, vy]
+        self.heading_ref[:] = yaw(self.batch.qpos[:, 3:7])
+        self._update_command()
+
+    def _update_command(self) -> None:
+        """The observed yaw-rate command: the mode's rate, plus the heading correction while stepping."""
+        error = np.angle(np.exp(1j * (self.heading_ref - yaw(self.batch.qpos[:, 3:7]))))
+        c = self.cfg
+        correction = np.clip(c.heading_gain * error, -c.heading_limit, c.heading_limit)
+        self.command[:, 0] = self.rate + np.where(self.mode == STANDING, 0.0, correction)
+        self.command[:, 1:] = self.velocity
+        self.heading_error = error
+
+    def reset_one(self, i: int, rng: np.random.Generator) -> None:
+        self.batch.reset_one(i, rng)
+        env_rng = self.batch.rngs[i]
+        self.phase[i] = env_rng.integers(self.period)
+        probs = np.array(self.cfg.mode_probs) / sum(self.cfg.mode_probs)
+        self._set_mode(i, int(env_rng.choice(3, p=probs)), env_rng)
+        self.prev_torque[i] = self.batch.torque[i]
+        self.v_avg[i] = 0.0
+        self.held = False
+        self._update_command()
+
+    def _switch_modes(self) -> None:
+        """Standing <-> in place (only in double support) and in place <-> forward, at random."""
+        c, b = self.cfg, self.batch
+        for i in range(self.num_envs):
+            u_stand, u_walk = b.rngs[i].random(2)
+            mode = self.mode[i]
+            if u_stand < c.stand_switch_prob and self.double_support[self.phase[i]] and mode != FORWARD:
+                self._set_mode(i, IN_PLACE if mode == STANDING else STANDING, b.rngs[i])
+            elif u_walk < c.walk_switch_prob and mode != STANDING:
+                self._set_mode(i, IN_PLACE if mode == FORWARD else FORWARD, b.rngs[i])
+
+    def observe(self) -> np.ndarray:
+        clock = 2 * np.pi * self.phase / self.period
+        obs = np.concatenate(
+            [self.proprioception(), np.sin(clock)[:, None], np.cos(clock)[:, None], np.eye(3)[self.mode],
+             self.command],
+            axis=1,
+        )  # fmt: skip
+        return self.batch.noisy(obs, self.layout)
+
+    # -- stepping -----------------------------------------------------------------
+    def force_clock(self) -> np.ndarray:
+        """(n, 2) force clock of the right and left foot: +1 bear weight, -1 swing; standing: both +1."""
+        return np.where((self.mode == STANDING)[:, None], 1.0, self.clock[self.phase])
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b = self.batch
+        prev_target = b.prev_action.copy()
+        target = b.apply(action)
+        self.phase = (self.phase + 1) % self.period
+        self.heading_ref += self.rate * self.cfg.control_dt
+        if not self.held:
+            self._switch_modes()
+        self._update_command()
+        reward = self._reward(target, prev_target)
+        self.prev_torque = b.torque.copy()
+        return self.observe(), reward, self.fallen()
+
+    def _reward(self, target: np.ndarray, prev_target: np.ndarray) -> np.ndarray:
+        b, c, w = self.batch, self.cfg, self.cfg.rewards
+        frc_clock = self.force_clock()
+        force = np.clip(b.sensors[:, self.s.touch] / (0.5 * self.weight), 0.0, 1.0)  # half the weight: a stance
+        speed = np.clip(self.sole_speeds() / 0.2, 0.0, 1.0)
+        heading = yaw(b.qpos[:, 3:7])
+        cos, sin, v = np.cos(heading), np.sin(heading), b.qvel[:, 0:2]
+        v_body = np.stack([cos * v[:, 0] + sin * v[:, 1], -sin * v[:, 0] + cos * v[:, 1]], axis=1)
+        alpha = c.control_dt / VELOCITY_AVERAGE_S
+        self.v_avg = (1.0 - alpha) * self.v_avg + alpha * v_body
+        height_err = np.abs(b.qpos[:, 2] - self.goal_height)
+        height_err = np.where(height_err < 0.01 + 0.05 * self.command[:, 1], 0.0, height_err)
+        legs = b.qpos[:, b.layout.leg_qpos]
+        terms = {
+            "foot_force": clock_score(frc_clock, force),
+            "foot_velocity": clock_score(-frc_clock, speed),
+            "root_accel": np.exp(-0.25 * (np.abs(b.qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
+            "height": np.exp(-40.0 * height_err**2),
+            "velocity": np.exp(-10.0 * np.sum((v_body - self.command[:, 1:3]) ** 2, axis=1)),
+            "velocity_fine": np.exp(-np.sum((self.v_avg - self.command[:, 1:3]) ** 2, axis=1) / c.velocity_scale**2),
+            "yaw_rate": np.exp(-10.0 * np.abs(b.qvel[:, 5] - self.command[:, 0]) ** 3),
+            "heading": np.exp(-((self.heading_error / c.heading_scale) ** 2)),
+            "upper_body": np.exp(-10.0 * np.linalg.norm(self.head_offset(), axis=1)),
+            "posture": np.exp(-np.linalg.norm(legs - b.nominal_leg, axis=1)),
+            "torque_change": np.exp(-0.25 * np.mean(np.abs(b.torque - self.prev_torque), axis=1)),
+            "action_change": np.exp(-5.0 * np.mean(np.abs(target - prev_target), axis=1)),
+        }
+        return sum(getattr(w, k) * v for k, v in terms.items())
