@@ -1,4 +1,4 @@
-"""Learning benchmark for the humanoid tasks: does each one learn?
+"""Learning benchmark for the humanoid tasks: does each one learn, and how soon does it do what it is told?
 
 Trains the env (one run, sequential) and reports the mean episode length and
 reward over the first and the last 10 iterations, the evaluations, and a plot of
@@ -6,20 +6,19 @@ both curves against iteration (benchmarks/results/<env>_learning.png). The run
 folder is kept (--logdir) so that `ppolab eval --path RUN --video out.mp4` can
 show the result.
 
-    python benchmarks/humanoid_learning.py --env h1 [--n-itr 300] [--seed 1] [--logdir DIR]
+    python benchmarks/humanoid_learning.py --env h1_walk [--n-itr 1500] [--seed 1] [--logdir DIR]
 
 Then the behaviour checks (ppolab/ppo/behaviour.py), since a policy can earn much of the
-walking reward standing: jvrc_walk walks (0.3 m/s for 10 s: all 8 envs up, >= 80% of the
-distance, >= 8 alternating touchdowns per foot), stands (drift < 0.1 m) and turns in place;
-h1 stands 10 s under pushes. `--check PATH` runs only the checks on a policy (a run folder or
-pretrained/ENV); `--curve` adds the walk check (jvrc_walk) or the footstep check (jvrc_step) of every
-saved checkpoint against wall time.
+walking reward standing: a walker (NAME_walk) walks, walks straight at three speeds for 30 s,
+stands and turns in place; a stepper (NAME_step) takes every plan type's footsteps; h1 stands 10 s
+under pushes. `--check PATH` runs only the checks on a policy (a run folder or pretrained/ENV);
+`--curve` adds the checks of every saved checkpoint against wall time: the time to walk.
 
     python benchmarks/humanoid_learning.py --env jvrc_walk          # trains to the preset's n_itr, resumable
     python benchmarks/humanoid_learning.py --env jvrc_walk --check pretrained/jvrc_walk
     python benchmarks/humanoid_learning.py --env jvrc_walk --ship 1900   # actor_1900.pt -> pretrained/jvrc_walk
     python benchmarks/humanoid_learning.py --env jvrc_step --run-name jvrc_step-from-walk-s1 \
-        --warm-start benchmarks/runs/jvrc_walk-fastclock-s1/actor_300.pt   # jvrc_step from a walking policy
+        --warm-start pretrained/jvrc_walk   # NAME_step from the same robot's walking policy
 """
 
 from __future__ import annotations
@@ -31,13 +30,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-ENVS = ("h1", "jvrc_walk", "jvrc_step")  # each trains with its preset (`ppolab envs`)
 RESULTS = Path(__file__).parent / "results"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--env", default="h1", choices=ENVS)
+    from ppolab.envs import env_names
+
+    ap.add_argument("--env", default="jvrc_walk", choices=env_names(), metavar="ENV", help="a task (`ppolab envs`)")
     ap.add_argument("--n-itr", type=int, help="iterations in all (default: the preset's); a resumed run goes on to it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--logdir", default="benchmarks/runs")
@@ -46,7 +46,7 @@ def main() -> None:
     ap.add_argument(
         "--warm-start",
         metavar="PATH",
-        help="jvrc_step: a new run starts from a jvrc_walk actor and critic (actor file or run), stepping in place",
+        help="NAME_step: a new run starts from NAME_walk's actor and critic (actor file or run), stepping in place",
     )
     ap.add_argument(
         "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
@@ -78,8 +78,8 @@ def main() -> None:
     cmd += ["--logdir", args.logdir, "--run-name", run_name]
     cmd += ["--continued", args.continued] if args.continued else []
     if args.warm_start and not (run_dir / "last.pt").exists():
-        if args.env != "jvrc_step":
-            ap.error("--warm-start: only jvrc_step starts from another env's policy (jvrc_walk's)")
+        if not args.env.endswith("_step"):
+            ap.error("--warm-start: only a stepping task (NAME_step) starts from another env's policy (NAME_walk's)")
         cmd += ["--continued", str(warm_start(Path(args.warm_start), run_dir.with_name(run_dir.name + "-init")))]
     if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
         cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
@@ -107,7 +107,7 @@ def main() -> None:
         "command": " ".join(cmd[2:]),
     }
     summary["checks"] = checks(args.env, run_dir)
-    if args.env != "h1":
+    if args.env.endswith(("_walk", "_step")):
         summary["check_curve"] = check_curve(args.env, run_dir, rows)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -127,22 +127,20 @@ def train(cmd: list[str]) -> int:
 
 
 def warm_start(walk_actor: Path, out: Path) -> Path:
-    """jvrc_walk's actor and critic, remapped to jvrc_step's observation, as a new run's start.
+    """A NAME_walk actor and critic, remapped to NAME_step's observation, as a new run's start.
 
-    The two observations share their first 31 entries (robot state and clock). jvrc_walk's next six
-    (mode one-hot, command) are folded into the first layer's bias as "in place, no turn", so the
-    policy starts out stepping on the spot; jvrc_step's eight target entries start with zero weights
-    and a unit normaliser. Training from scratch needs LHW's budget (about 40 M steps); a stepping
+    The two observations share the robot state and the clock. The walker's mode one-hot and
+    command are folded into the first layer's bias as "in place, no turn", so the policy starts
+    out stepping on the spot; the stepper's eight target entries start with zero weights and a
+    unit normaliser. Training from scratch needs LHW's budget (about 40 M steps); a stepping
     gait is what every plan builds on.
     """
     import torch
 
-    from ppolab.envs.jvrc import IN_PLACE
-    from ppolab.envs.jvrc_step import JvrcStepEnv
+    from ppolab.envs import make_env
+    from ppolab.envs.walk import IN_PLACE
     from ppolab.ppo import checkpoint as ckpt
 
-    shared, walk_extra = 31, torch.zeros(6, dtype=torch.float64)
-    walk_extra[IN_PLACE] = 1.0  # one-hot mode; the command (yaw rate, vx, vy) stays 0
     out.mkdir(parents=True, exist_ok=True)
     actor_path = ckpt.find_actor(walk_actor)
     for src, dst in ((actor_path, out / "actor.pt"), (ckpt.critic_beside(actor_path), out / "critic.pt")):
@@ -150,17 +148,22 @@ def warm_start(walk_actor: Path, out: Path) -> Path:
             continue
         data = ckpt.load(src)
         sd, meta = data["state_dict"], data["meta"]
-        if meta.get("env") not in (None, "jvrc_walk") or sd["norm.mean"].numel() != shared + 6:
-            raise SystemExit(f"--warm-start: {src} is not a jvrc_walk policy")
+        if not str(meta.get("env", "")).endswith("_walk"):
+            raise SystemExit(f"--warm-start: {src} is not a walking policy (NAME_walk)")
+        walker = make_env(meta["env"], 1, meta.get("env_config"))
+        stepper = make_env(meta["env"].removesuffix("_walk") + "_step", 1)
+        shared = walker.layout["clock"].stop
+        walk_extra = torch.zeros(walker.obs_dim - shared, dtype=torch.float64)
+        walk_extra[IN_PLACE] = 1.0  # one-hot mode; the command (yaw rate, vx, vy) stays 0
         mean, var = sd["norm.mean"], sd["norm.var"]
         normed = ((walk_extra - mean[shared:]) / torch.sqrt(var[shared:] + 1e-8)).clamp(-10, 10).float()
         w = sd["net.0.weight"]
         sd["net.0.bias"] = sd["net.0.bias"] + w[:, shared:] @ normed
-        pad = JvrcStepEnv.obs_dim - shared
+        pad = stepper.obs_dim - shared
         sd["net.0.weight"] = torch.cat([w[:, :shared], torch.zeros(w.shape[0], pad)], dim=1)
         sd["norm.mean"] = torch.cat([mean[:shared], torch.zeros(pad, dtype=torch.float64)])
         sd["norm.var"] = torch.cat([var[:shared], torch.ones(pad, dtype=torch.float64)])
-        meta.update(env="jvrc_step", obs_dim=JvrcStepEnv.obs_dim, env_config=None, warm_start=str(src))
+        meta.update(env=stepper.name, obs_dim=stepper.obs_dim, env_config=None, warm_start=str(src))
         ckpt.atomic_save(data, dst)
     return out / "actor.pt"
 
@@ -169,11 +172,7 @@ def checks(env: str, path: Path) -> dict:
     """The behaviour checks of the env's policy at `path` (a run folder, a pretrained folder or an actor file)."""
     from ppolab.ppo import behaviour
 
-    if env == "jvrc_walk":
-        return {"walk": behaviour.walk(path), "stand": behaviour.stand(path), "turn": behaviour.turn(path)}
-    if env == "h1":
-        return {"push": behaviour.push(path)}
-    return {"footsteps": behaviour.footsteps(path)}
+    return behaviour.checks(env, path)
 
 
 def ship(env: str, run_dir: Path, iteration: int) -> Path:
@@ -201,48 +200,47 @@ def ship(env: str, run_dir: Path, iteration: int) -> Path:
 
 
 def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
-    """The env's main check (jvrc_walk: walk; jvrc_step: footsteps) of every saved actor_<itr>.pt,
-    against the env steps and wall time of its iteration.
+    """The env's checks of every saved actor_<itr>.pt, against the env steps and wall time of its iteration:
+    a walker passes when walk, straight, stand and turn all pass; a stepper when every plan type does.
 
-    Results are kept in RUN_DIR/<check>_curve.jsonl, so each checkpoint is checked once, also across
+    Results are kept in RUN_DIR/checks_curve.jsonl, so each checkpoint is checked once, also across
     sessions (the checkpoints themselves need not be kept).
     """
-    from ppolab.ppo import behaviour
-
-    name, check = ("walk", behaviour.walk) if env == "jvrc_walk" else ("footsteps", behaviour.footsteps)
-    keys = ("score", "distance_share", "still_up") if name == "walk" else ("min_share", "targets_hit", "still_up")
-    cache = run_dir / f"{name}_curve.jsonl"
+    cache = run_dir / "checks_curve.jsonl"
     curve = {r["iteration"]: r for r in map(json.loads, cache.read_text().splitlines())} if cache.exists() else {}
     its = {r["iteration"]: r for r in rows if r["type"] == "iteration"}
     for path in sorted(run_dir.glob("actor_*.pt"), key=lambda p: int(p.stem.split("_")[1])):
         itr = int(path.stem.split("_")[1])
         if itr in curve:
             continue
-        result, row = check(path), its.get(itr, {})
+        result, row = checks(env, path), its.get(itr, {})
+        score = result["walk"]["score"] if "walk" in result else result["footsteps"]["min_share"]
         curve[itr] = {"iteration": itr, "env_steps": row.get("total_steps"), "wall_s": row.get("total_time"),
-                      "passed": result["passed"], **{k: result[k] for k in keys}}  # fmt: skip
+                      "passed": all(r["passed"] for r in result.values()), "score": score,
+                      **{name: r["passed"] for name, r in result.items()}}  # fmt: skip
         with cache.open("a") as f:
             f.write(json.dumps(curve[itr]) + "\n")
     return [curve[k] for k in sorted(curve)]
 
 
 def plot_curve(curve: list[dict], path: Path, env: str) -> Path:
-    """The check's score against wall time (hours): issue 17's time to walk, with the bar and the 3 h budget."""
+    """The check's score against wall time (minutes), with the bar and the 30 min goal: the time to walk."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    key, bar = ("score", 0.8) if env == "jvrc_walk" else ("min_share", 0.8)
-    hours = [(r["wall_s"] or 0) / 3600 for r in curve]
+    key, bar = "score", 0.8
+    hours = [(r["wall_s"] or 0) / 60 for r in curve]
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ax.plot(hours, [r[key] for r in curve], "o-", label=f"{'walk' if env == 'jvrc_walk' else 'footstep'} check score")
+    what = "walk" if env.endswith("_walk") else "footstep"
+    ax.plot(hours, [r[key] for r in curve], "o-", label=f"{what} check score")
     passed = [(h, r[key]) for h, r in zip(hours, curve) if r["passed"]]
     if passed:
-        ax.plot(*zip(*passed), "o", color="green", markersize=9, label="passed")
+        ax.plot(*zip(*passed), "o", color="green", markersize=9, label="every check passed")
     ax.axhline(bar, color="crimson", linestyle="--", linewidth=1, label=f"bar {bar:g}")
-    ax.axvline(3.0, color="gray", linestyle=":", linewidth=1, label="3 h budget")
-    ax.set(xlabel="wall time of training (hours)", ylabel="score", ylim=(0, 1.05), title=f"{env}: check vs wall time")
+    ax.axvline(30.0, color="gray", linestyle=":", linewidth=1, label="30 min goal")
+    ax.set(xlabel="wall time of training (minutes)", ylabel="score", ylim=(0, 1.05), title=f"{env}: check vs wall time")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

@@ -10,7 +10,7 @@ from ppolab.envs import make_env
 from ppolab.envs.h1 import H1Config, H1Env
 from ppolab.envs.humanoid import Randomization
 
-HUMANOIDS = ["h1", "jvrc_walk", "jvrc_step"]
+HUMANOIDS = ["h1", "jvrc_walk", "jvrc_step", "h1_walk", "g1_walk", "t1_walk", "berkeley_walk", "jvrc_stand"]
 
 
 def rollout(env, seed: int, steps: int, actions: np.ndarray | None = None):
@@ -35,7 +35,7 @@ def test_shapes_and_finite_rewards_within_range(name):
     actions = np.random.default_rng(1).uniform(-1, 1, size=(30, 3, env.act_dim))
     for obs, rew, term in rollout(env, 0, 30, actions):
         assert obs.shape == (3, env.obs_dim) and np.isfinite(obs).all()
-        # the clock terms of the JVRC tasks score -1 for the opposite of the gait asked for
+        # the clock terms of the walking and stepping tasks score -1 for the opposite of the gait asked for
         low = -sum(getattr(env.cfg.rewards, k, 0.0) for k in ("foot_force", "foot_velocity"))
         assert rew.shape == (3,) and np.isfinite(rew).all() and (rew >= low).all() and (rew <= 1.0 + 1e-9).all()
         assert term.dtype == bool
@@ -43,11 +43,16 @@ def test_shapes_and_finite_rewards_within_range(name):
 
 def test_dimensions_match_the_tasks():
     assert (H1Env(1).obs_dim, H1Env(1).act_dim) == (35, 10)
+    assert H1Env(1).model.nu == 19  # h1 holds its torso and arms with servos
     walk = make_env("jvrc_walk", 1)
     assert (walk.obs_dim, walk.act_dim) == (37, 12)
-    assert walk.model.nu == 12  # only the legs are actuated; the upper body is rigid
+    assert walk.model.nu == 12  # only the legs are actuated; the upper body is welded
     step = make_env("jvrc_step", 1)
     assert (step.obs_dim, step.act_dim) == (39, 12)
+    h1_walk = make_env("h1_walk", 1)  # LHW's h1_walk observes the torques: 35 + clock, mode and command
+    assert (h1_walk.obs_dim, h1_walk.act_dim, h1_walk.model.nu) == (43, 10, 10)
+    assert list(h1_walk.layout) == ["root_orient", "root_ang_vel", "joint_pos", "joint_vel", "joint_torque",
+                                    "clock", "mode", "command"]  # fmt: skip
 
 
 def test_jvrc_step_plans_targets_and_the_stairs_curriculum():
@@ -71,6 +76,20 @@ def test_jvrc_step_plans_targets_and_the_stairs_curriculum():
     assert (env.plan[1, 0, 1] > 0) == stance_left and abs(abs(env.plan[1, 0, 1]) - 0.1) <= 0.005
 
 
+def test_a_stepping_plan_is_drawn_in_the_frame_the_robot_starts_in():
+    """A robot that starts facing another way gets the same plan, turned with it (the checks start that way)."""
+    import math
+
+    straight = make_env("jvrc_step", 1, {"plan_probs": [1, 0, 0, 0, 0]})
+    turned = make_env("jvrc_step", 1, {"plan_probs": [1, 0, 0, 0, 0], "init_yaw": [math.pi / 2, math.pi / 2]})
+    straight.reset_one(0, np.random.default_rng(3))
+    turned.reset_one(0, np.random.default_rng(3))
+    np.testing.assert_allclose(turned.observe()[0, -8:], straight.observe()[0, -8:], atol=1e-6)
+    steps = np.diff(turned.plan[0, :, :2], axis=0)
+    np.testing.assert_allclose(steps[:, 1], 0.3)  # forward is now +y, 0.3 m a step
+    np.testing.assert_allclose(np.abs(steps[1:, 0]), 0.3)  # and the feet alternate across the line (x)
+
+
 def test_jvrc_step_target_advances_after_a_foot_holds_it_for_a_swing():
     env = make_env("jvrc_step", 1)
     env.reset_one(0, np.random.default_rng(0))
@@ -83,7 +102,7 @@ def test_jvrc_step_target_advances_after_a_foot_holds_it_for_a_swing():
     assert env.reached[0] == 0
 
 
-@pytest.mark.parametrize("name", ["jvrc_walk", "jvrc_step"])
+@pytest.mark.parametrize("name", ["jvrc_walk", "jvrc_step", "h1_walk", "g1_walk", "berkeley_step", "t1_stand"])
 def test_mirroring_twice_gives_back_the_original(name):
     env = make_env(name, 1)
     x = np.random.default_rng(0).normal(size=(5, env.obs_dim))
@@ -94,7 +113,7 @@ def test_mirroring_twice_gives_back_the_original(name):
 
 
 def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
-    from ppolab.envs.jvrc import STANDING, WalkConfig
+    from ppolab.envs.walk import STANDING, WalkConfig
 
     env = make_env("jvrc_walk", 4, {"stand_switch_prob": 1.0, "walk_switch_prob": 1.0})
     assert isinstance(env.cfg, WalkConfig) and env.period == 44  # 2 x (0.4 + 0.15) s at 40 Hz (LHW: 2.2 s)
@@ -154,7 +173,7 @@ def test_jvrc_actions_are_radians_averaged_with_the_previous_one():
 def test_jvrc_walk_feet_carry_the_robot_at_the_start():
     env = make_env("jvrc_walk", 1, {"randomization": {"enabled": False}, "init_joint_noise": 0.0})
     rollout(env, 0, 2)
-    weight_share = env.batch.sensors[0, 0:2].sum() / env.weight
+    weight_share = env.batch.sensors[0, env.s.touch].sum() / env.weight
     assert 0.7 < weight_share < 1.5  # the soles touch the floor and bear the body's weight
 
 
@@ -193,7 +212,7 @@ def test_same_seed_same_rollout_whatever_the_batch(name):
 def test_the_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("PPOLAB_CACHE_DIR", str(tmp_path))
     H1Env(1)
-    entries = list((tmp_path / "models").glob("h1-*.mjb"))
+    entries = list((tmp_path / "models").glob("robot-h1-*.mjb"))
     assert len(entries) == 1
     stamp = entries[0].stat().st_mtime_ns
     H1Env(1)
@@ -201,12 +220,12 @@ def test_the_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, monk
     entries[0].write_bytes(b"garbage")
     env = H1Env(1)
     assert env.model.nq == 26
-    fresh = list((tmp_path / "models").glob("h1-*.mjb"))
+    fresh = list((tmp_path / "models").glob("robot-h1-*.mjb"))
     assert len(fresh) == 1 and fresh[0].read_bytes() != b"garbage"
     # a different configuration that changes the model gets its own entry
     H1Env(1, H1Config(kp={"hip": 150.0, "knee": 300.0, "ankle": 40.0, "torso": 300.0, "shoulder": 100.0,
                           "elbow": 100.0}))  # fmt: skip
-    assert len(list((tmp_path / "models").glob("h1-*.mjb"))) == 2
+    assert len(list((tmp_path / "models").glob("robot-h1-*.mjb"))) == 2
 
 
 def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp_path):
@@ -262,43 +281,85 @@ def test_envs_without_symmetry_refuse_a_mirror_loss(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_the_mirror_of_a_walking_state_observes_as_the_mirrored_observation():
-    """The signed permutation agrees with the physics: mirror the robot's state, observe, compare."""
-    from ppolab.envs.jvrc import LEGS
+def _mirrored_twin(env, twin):
+    """Put `twin` in the mirror image of `env`'s state: root reflected in the x-z plane, each leg joint's
+    angle on its twin with the derived sign."""
+    import mujoco
 
-    cfg = {"stand_switch_prob": 0.0, "walk_switch_prob": 0.0}
-    env, twin = make_env("jvrc_walk", 1, cfg), make_env("jvrc_walk", 1, cfg)
-    actions = np.random.default_rng(4).uniform(-0.25, 0.25, size=(15, 1, 12))  # radians: the old reach
-    rollout(env, 5, 15, actions)
-    m, d = env.model, env.batch.datas[0]
+    d, b, tb = env.batch.datas[0], env.batch, twin.batch
     qpos, qvel = d.qpos.copy(), d.qvel.copy()
-    qpos[1] *= -1  # root y
+    qpos[1] *= -1
     qpos[3:7] = qpos[3:7] * [1, -1, 1, -1]  # reflect the orientation in the x-z plane
     qvel[1] *= -1
     qvel[3:6] = qvel[3:6] * [-1, 1, -1]
-    twin_qpos, twin_qvel = qpos.copy(), qvel.copy()
-    for k, name in enumerate(LEGS):
-        other = LEGS[(k + 6) % 12]
-        sign = -1.0 if name.split("_", 1)[1] in ("HIP_R", "HIP_Y", "ANKLE_R") else 1.0
-        twin_qpos[m.joint(other).qposadr[0]] = sign * qpos[m.joint(name).qposadr[0]]
-        twin_qvel[m.joint(other).dofadr[0]] = sign * qvel[m.joint(name).dofadr[0]]
+    tq, tv = qpos.copy(), qvel.copy()
+    mirror, lay = env.robot.mirror, b.layout
+    for k in range(env.n_legs):
+        tq[lay.leg_qpos[mirror.twin[k]]] = mirror.sign[k] * qpos[lay.leg_qpos[k]]
+        tv[lay.leg_qvel[mirror.twin[k]]] = mirror.sign[k] * qvel[lay.leg_qvel[k]]
     twin.reset_one(0, np.random.default_rng(0))
-    tb = twin.batch
-    tb.datas[0].qpos[:] = twin_qpos
-    tb.datas[0].qvel[:] = twin_qvel
-    tb.qpos[0], tb.qvel[0] = twin_qpos, twin_qvel
-    twin.phase[0] = (env.phase[0] + env.period // 2) % env.period
-    twin.mode[0] = env.mode[0]
-    twin.command[0] = env.command[0] * [-1, 1, -1]
-    np.testing.assert_allclose(twin.observe()[0], env.symmetry.obs(env.observe())[0], atol=1e-5)
-    # and the joint signs are the geometry's: each mirrored foot sits where the other foot's reflection is
-    import mujoco
+    td = tb.datas[0]
+    td.qpos[:], td.qvel[:] = tq, tv
+    mujoco.mj_forward(twin.model, td)
+    tb._gather(0)
+    return d, td
 
-    mujoco.mj_kinematics(twin.model, tb.datas[0])
-    for side, other in (("R", "L"), ("L", "R")):
-        here = tb.datas[0].geom_xpos[m.geom(f"{side}_foot").id]
-        there = d.geom_xpos[m.geom(f"{other}_foot").id] * [1, -1, 1]
-        np.testing.assert_allclose(here, there, atol=1e-4)  # the URDF is symmetric to a few micrometres
+
+@pytest.mark.parametrize("name", ["jvrc_walk", "h1_walk", "g1_walk", "t1_walk", "berkeley_walk", "jvrc_step"])
+def test_the_mirror_of_a_state_observes_as_the_mirrored_observation(name):
+    """The signed permutations derived from each robot file's naming and joint axes agree with the physics:
+    mirror the robot's state, observe, compare; and each mirrored sole sits where the other one's reflection is."""
+    cfg = {"randomization": {"enabled": False}}
+    env, twin = make_env(name, 1, cfg), make_env(name, 1, cfg)
+    rng = np.random.default_rng(5)
+    env.reset_one(0, rng)
+    for _ in range(15):
+        env.step(rng.uniform(-0.25, 0.25, size=(1, env.act_dim)))
+    d, td = _mirrored_twin(env, twin)
+    twin.phase[0] = (env.phase[0] + env.period // 2) % env.period
+    if name.endswith("_walk"):
+        twin.mode[0], twin.command[0] = env.mode[0], env.command[0] * [-1, 1, -1]
+    else:
+        twin.plan[0], twin.target[0], twin.kind[0] = env.plan[0] * [1, -1, 1, -1], env.target[0], env.kind[0]
+    keep = np.ones(env.obs_dim, bool)
+    if "joint_torque" in env.layout:
+        keep[env.layout["joint_torque"]] = False  # torques follow from the dynamics, not from the state
+    np.testing.assert_allclose(twin.observe()[0][keep], env.symmetry.obs(env.observe())[0][keep], atol=1e-5)
+    for side, other in (("right", "left"), ("left", "right")):
+        here = td.site_xpos[env.model.site(f"{side}_sole").id]
+        there = d.site_xpos[env.model.site(f"{other}_sole").id] * [1, -1, 1]
+        np.testing.assert_allclose(here, there, atol=1e-4)  # the models are symmetric to a few micrometres
+
+
+def test_the_derived_mirror_signs_are_lhw_s():
+    """LHW writes its mirror maps by hand: JVRC-1 flips hip roll, hip yaw and ankle roll; H1 hip yaw and roll."""
+    jvrc, h1 = make_env("jvrc_walk", 1), make_env("h1_walk", 1)
+    flips = lambda env: sorted(j for j, s in zip(env.robot_file.legs, env.robot.mirror.sign) if s < 0)  # noqa: E731
+    assert flips(jvrc) == ["L_ANKLE_R", "L_HIP_R", "L_HIP_Y", "R_ANKLE_R", "R_HIP_R", "R_HIP_Y"]
+    assert flips(h1) == ["left_hip_roll", "left_hip_yaw", "right_hip_roll", "right_hip_yaw"]
+    assert list(jvrc.robot.mirror.twin) == [6, 7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5]
+
+
+def test_a_robot_commanded_straight_is_told_to_turn_back_when_its_heading_drifts():
+    """The heading reference: an error of 0.1 rad asks for 0.1 rad/s back (gain 1) while stepping, never when
+    standing; the heading term pays less for it."""
+    from ppolab.envs.walk import FORWARD, STANDING
+
+    env = make_env("jvrc_walk", 2)
+    for i in range(2):
+        env.reset_one(i, np.random.default_rng(i))
+    env.set_command(FORWARD, vx=0.3)
+    env.heading_ref += 0.1  # as if the robot had turned 0.1 rad right of where it was told to go
+    env._update_command()
+    np.testing.assert_allclose(env.command[:, 0], 0.1, atol=1e-9)
+    np.testing.assert_allclose(env.command[:, 1:], [[0.3, 0.0]] * 2)
+    env.heading_ref += 5.0  # a large error: the correction is capped
+    env._update_command()
+    assert np.all(np.abs(env.command[:, 0]) <= env.cfg.heading_limit + 1e-12)
+    env.set_command(STANDING)
+    env.heading_ref += 0.1
+    env._update_command()
+    np.testing.assert_array_equal(env.command[:, 0], 0.0)
 
 
 def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
@@ -398,5 +459,5 @@ def test_a_gain_for_no_joint_of_h1_is_refused_before_the_run_folder(tmp_path):
     bad.write_text("kp: {hiip: 150}\n")
     proc = run_ppolab("train", "--env", "h1", "--yaml", str(bad), "--logdir", str(tmp_path / "logs"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith("ppolab train: error: kp: 'hiip' is part of no joint's name; the joints: ")
+    assert proc.stderr.startswith(f"ppolab train: error: {bad}: kp: 'hiip' is part of no joint's name; the joints: ")
     assert not (tmp_path / "logs").exists()

@@ -29,7 +29,19 @@ example:
 """
 
 EVAL_HELP = """Run a trained policy deterministically (the mean action), headless, and print each
-episode's length and return. --video renders episode 1 offscreen to an mp4 file."""
+episode's length and return. --video renders episode 1 offscreen to an mp4 file; --filmstrip
+renders a strip of its frames to a PNG.
+
+A walker (NAME_walk) switches modes at random as in training, unless told what to do:
+  --mode forward --vx 0.3       walk straight ahead at 0.3 m/s (the heading held)
+  --mode in_place --yaw-rate 0.3    turn on the spot
+  --mode standing
+A stepper (NAME_step) follows one kind of footstep plan with --plan (forward, backward, lateral,
+curved, standing), on flat ground.
+
+examples:
+  ppolab eval --path pretrained/jvrc_walk --mode forward --vx 0.3 --video walk.mp4
+  ppolab eval --path pretrained/jvrc_step --plan curved --filmstrip steps.png"""
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
@@ -63,12 +75,22 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_eval(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate a trained policy", description=EVAL_HELP)
+    p = sub.add_parser(
+        "eval", help="evaluate a trained policy", description=EVAL_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--path", required=True, help="a run folder (uses its best actor.pt) or an actor .pt file")
     p.add_argument("--episodes", type=int, default=5, help="episodes to run (default: 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default: 0)")
     p.add_argument("--max-steps", type=int, help="episode horizon (default: the training horizon)")
     p.add_argument("--video", metavar="FILE.mp4", help="render the first episode offscreen to this file")
+    p.add_argument("--filmstrip", metavar="FILE.png", help="render frames of the first episode side by side")
+    p.add_argument("--frames", type=int, default=6, help="frames in the filmstrip (default: 6)")
+    p.add_argument("--mode", choices=["standing", "in_place", "forward"], help="a walker: hold this mode")
+    p.add_argument("--vx", type=float, default=0.0, help="a walker, forward mode: m/s ahead")
+    p.add_argument("--vy", type=float, default=0.0, help="a walker, forward mode: m/s sideways")
+    p.add_argument("--yaw-rate", type=float, default=0.0, help="a walker, in-place mode: rad/s")
+    p.add_argument("--plan", choices=["forward", "backward", "lateral", "curved", "standing"],
+                   help="a stepper: follow this kind of footstep plan, on flat ground")  # fmt: skip
 
 
 SWEEP_HELP = """Plan and run a sweep: a sweep.yaml with a hypothesis and named runs (see
@@ -306,13 +328,18 @@ def run_eval(ns: argparse.Namespace) -> int:
         raise UserError(f"--seed: from 0 to {MAX_SEED}")
     if ns.max_steps is not None and not 1 <= ns.max_steps <= MAX_STEPS:
         raise UserError(f"--max-steps: from 1 to {MAX_STEPS} (the steps of one episode)")
+    if not 1 <= ns.frames <= 100:
+        raise UserError("--frames: from 1 to 100")
     _check_policy_file("--path", Path(ns.path))
-    from ppolab.ppo.playback import check_video_path, play
+    from ppolab.ppo.playback import Command, check_picture_path, check_video_path, play
 
     if ns.video:
         check_video_path(ns.video)
-
-    play(Path(ns.path), episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, video=ns.video)
+    if ns.filmstrip:
+        check_picture_path(ns.filmstrip)
+    command = Command(ns.mode, ns.vx, ns.vy, ns.yaw_rate, ns.plan)
+    play(Path(ns.path), episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, video=ns.video,
+         filmstrip=ns.filmstrip, frames=ns.frames, command=command)  # fmt: skip
     return 0
 
 
@@ -435,16 +462,18 @@ def run_compare(ns: argparse.Namespace) -> int:
 
 
 def run_envs(ns: argparse.Namespace) -> int:
-    from ppolab.ppo.presets import PRESETS
+    from ppolab.envs import make_env
+    from ppolab.ppo.presets import preset
 
     for name in sorted(ENVS):
         cls = ENVS[name]
         doc = (cls.__doc__ or "").strip().splitlines()[0]
-        print(f"{name}: {doc} (obs {cls.obs_dim}, actions {cls.act_dim})")
-        preset = PRESETS.get(name, {})
+        env = make_env(name, 1)  # sizes follow from the robot file and the task's settings
+        print(f"{name}: {doc} (obs {env.obs_dim}, actions {env.act_dim})")
+        settings = preset(name)
         flags = " ".join(
             f"{flag(k)} {' '.join(map(str, v)) if isinstance(v, list) else v}" if not isinstance(v, bool) else flag(k)
-            for k, v in preset.items()
+            for k, v in settings.items()
             if v is not False
         )
         print(f"  preset: {flags or '(the defaults)'}")

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ppolab.envs import env_class
+from ppolab.envs import ENVS, env_class
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
 from ppolab.util.validation import did_you_mean, first_problem
@@ -46,7 +46,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 def validate(env: str, data: Any, source: str) -> dict[str, Any]:
     """The overrides, checked against the env's config class; the full resolved config as a dict."""
-    cfg_cls = env_class(env).Config
+    cfg_cls = env_class(env, data if isinstance(data, dict) else None).Config
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -60,11 +60,20 @@ def validate(env: str, data: Any, source: str) -> dict[str, Any]:
             parent = _submodel(cfg_cls, err["loc"][:-1])
             hint = _closest(str(err["loc"][-1]), parent)
             raise UserError(f"{source}: unknown key '{where}' for env {env}{hint}") from None
+        if not where:  # a check of the whole config: its message names the key
+            raise UserError(f"{source}: {err['msg']}") from None
         raise UserError(f"{source}: {where}: {err['msg']} (got {err['input']!r})") from None
 
 
-def resolve(env: str, path: str | None) -> dict[str, Any]:
-    """The env's configuration in full: its defaults, changed by a `--yaml` file if one is given."""
+def resolve(env: str, path: str | None, robot: str | None = None) -> dict[str, Any]:
+    """The env's configuration in full: its defaults, changed by a `--yaml` file if one is given. A user's
+    robot file (`--robot`) is part of it: its contents travel with the run."""
+    if robot is not None:
+        from ppolab.envs import register_robot, robot_file
+
+        file = robot_file.read(robot)
+        if env not in ENVS:
+            register_robot(file)
     if path is None:
         return validate(env, {}, f"the defaults of {env}")
     try:

@@ -17,6 +17,8 @@ from ppolab.envs.robot_file import shipped_robot
 from ppolab.envs.robot_task import build_robot
 
 NOMINAL_LEG = {"hip_pitch": -0.4, "knee": 0.8, "ankle": -0.4}
+HELD = ["torso", *(f"{s}_{j}" for s in ("left", "right") for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw",
+                                                                   "elbow"))]  # fmt: skip
 
 
 class H1Rewards(BaseModel):
@@ -43,6 +45,9 @@ class H1Config(HumanoidConfig):
     height_range: Range = (0.9, 1.4)
     rewards: H1Rewards = H1Rewards()
     terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
+
+
+H1Config.joint_names = [*shipped_robot("h1").legs, *HELD]
 
 
 def robot_file():

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import mujoco
 import numpy as np
@@ -29,8 +29,8 @@ from pydantic import (
     PositiveFloat,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
-
 
 
 def _ordered(v: tuple[float, float]) -> tuple[float, float]:
@@ -120,6 +120,17 @@ class HumanoidConfig(BaseModel):
     )
     solver_iterations: int = Field(100, gt=0, le=10_000, description="the solver's iteration cap")
     terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
+    joint_names: ClassVar[list[str]] = []  # the robot's servoed joints: a gain key must be part of one
+
+    @model_validator(mode="after")
+    def _gain_keys_name_joints(self) -> HumanoidConfig:
+        """A key that is part of no joint's name is a typo that would silently change nothing: refuse it."""
+        for field in ("kp", "kd", "armature", "damping"):
+            try:
+                check_gain_keys(getattr(self, field), type(self).joint_names)
+            except ValueError as exc:
+                raise ValueError(f"{field}: {exc}") from None
+        return self
 
     @field_validator("control_dt")
     @classmethod
@@ -132,8 +143,8 @@ class HumanoidConfig(BaseModel):
 
 
 def check_gain_keys(table: dict[str, float], joints: list[str]) -> None:
-    """A key that is part of no joint's name is a typo that would silently change nothing: refuse it."""
-    unused = [part for part in table if not any(part in name for name in joints)]
+    """Every key is part of some joint's name (no joints known: nothing to check)."""
+    unused = [part for part in table if joints and not any(part in name for name in joints)]
     if unused:
         raise ValueError(f"{', '.join(map(repr, unused))} is part of no joint's name; the joints: {', '.join(joints)}")
 

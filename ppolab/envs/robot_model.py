@@ -259,6 +259,10 @@ def add_servos(spec: mujoco.MjSpec, joints: list[str], p: BuildParams, limits: d
 
 
 def _add_geoms(robot: RobotFile, spec: mujoco.MjSpec) -> None:
+    """The file's extra collision shapes; and its collision groups made to collide (floor and robot)."""
+    for geom in spec.geoms:
+        if geom.group in robot.collision_groups:
+            geom.contype, geom.conaffinity = 1, 1
     kinds = {"box": mujoco.mjtGeom.mjGEOM_BOX, "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE,
              "sphere": mujoco.mjtGeom.mjGEOM_SPHERE}  # fmt: skip
     for g in robot.geoms:
@@ -283,9 +287,9 @@ def _set_masses(robot: RobotFile, spec: mujoco.MjSpec, model0: mujoco.MjModel) -
 
 
 def _strip(spec: mujoco.MjSpec) -> None:
-    """What ppolab replaces: actuators, sensors, keyframes, equalities (a URDF's mimic joints), tendons, and
-    cameras (a video's camera is the first: ppolab's tracking one)."""
-    for kind in ("actuators", "sensors", "keys", "equalities", "tendons", "cameras"):
+    """What ppolab replaces: actuators, sensors, keyframes, equalities (a URDF's mimic joints), tendons,
+    explicit contact pairs (they name a scene's floor), and cameras (a video's is ppolab's tracking one)."""
+    for kind in ("actuators", "sensors", "keys", "equalities", "tendons", "cameras", "pairs"):
         for item in list(getattr(spec, kind)):
             spec.delete(item)
 

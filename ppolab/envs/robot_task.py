@@ -9,12 +9,13 @@ defaults (gains, rates, its file's `tasks:` section) become the task config's de
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, ValidationError, create_model, model_validator
+from pydantic import Field, ValidationError, create_model
 
-from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch
+from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, roll_pitch
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_model import BuildParams, Robot, load
 from ppolab.envs.symmetry import SignedPermutation, Symmetry
@@ -32,18 +33,6 @@ class RobotTaskConfig(HumanoidConfig):
         None, description="the episode ends with the root outside this, m (null: 0.75 to 1.75 x the goal height)"
     )
     observe_torque: bool = Field(False, description="the leg joints' torques are part of the observation")
-    joint_names: ClassVar[list[str]] = []  # the robot's servoed joints: gain keys must be parts of them
-
-    @model_validator(mode="after")
-    def _gain_keys_name_joints(self) -> RobotTaskConfig:
-        names = type(self).joint_names
-        if names:
-            for field in ("kp", "kd", "armature", "damping"):
-                try:
-                    check_gain_keys(getattr(self, field), names)
-                except ValueError as exc:
-                    raise ValueError(f"{field}: {exc}") from None
-        return self
 
     def heights(self, nominal: float) -> tuple[float, tuple[float, float]]:
         goal = self.goal_height or nominal
@@ -71,8 +60,11 @@ def config_class(base: type[RobotTaskConfig], robot: RobotFile, task: str, embed
     except ValidationError as exc:
         err = first_problem(exc)
         raise UserError(f"{robot.where('tasks')}: {task}: {err['where']}: {err['msg']}") from None
-    fields = {k: (base.model_fields[k].annotation, Field(getattr(defaults, k), description=base.model_fields[k].description))
-              for k in data}  # fmt: skip
+    fields = {}
+    for k in data:  # the base field with the robot's default: its checks (gt=0, ...) and description kept
+        info = copy.copy(base.model_fields[k])
+        info.default = getattr(defaults, k)
+        fields[k] = (base.model_fields[k].annotation, info)
     if embed:
         fields["robot"] = (RobotFile, Field(robot, description="the robot file (its contents, kept with the run)"))
     cls = create_model(f"{robot.name.title()}{task.title()}Config", __base__=base, **fields)

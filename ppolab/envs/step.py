@@ -113,8 +113,8 @@ class StepTask(RobotTask):
         )
 
     # -- plans ------------------------------------------------------------------
-    def _draw_plan(self, i: int, rng: np.random.Generator, start: np.ndarray) -> None:
-        """Targets for env i, from the midpoint of its feet (`start`, x and y), facing +x."""
+    def _draw_plan(self, i: int, rng: np.random.Generator, start: np.ndarray, heading: float) -> None:
+        """Targets for env i, from the midpoint of its feet (`start`, x and y), in the frame it faces."""
         c, k = self.cfg, np.arange(N_STEPS)
         kind = int(rng.choice(len(PLANS), p=np.array(c.plan_probs) / sum(c.plan_probs)))
         self.kind[i] = kind
@@ -141,25 +141,32 @@ class StepTask(RobotTask):
             x, y = cx - np.sin(yaw) * y, cy + np.cos(yaw) * y
         else:  # standing: every target where the stance foot is
             x, y = zero, np.full(N_STEPS, y[0])
-        self.plan[i] = np.stack([start[0] + x, start[1] + y, z, yaw], axis=1)
-        self._place_stairs(i, z.max() > 0)
+        cos, sin = np.cos(heading), np.sin(heading)
+        self.plan[i] = np.stack([start[0] + cos * x - sin * y, start[1] + sin * x + cos * y, z, yaw + heading], axis=1)
+        self._place_stairs(i, z.max() > 0, heading)
 
-    def _place_stairs(self, i: int, climb: bool) -> None:
+    def _place_stairs(self, i: int, climb: bool, heading: float) -> None:
+        """A tread under every raised target, as deep as a step, across the walking line (turned with it)."""
         m = self.batch.models[i]
         pos = m.geom_pos[self.stair_geoms]
         pos[:] = [0.0, 0.0, -5.0]
-        if climb:  # a tread under every raised target, as deep as a step
+        if climb:
+            line = self.plan[i, 0, :2]  # the treads are centred on the walking line, not on each foot's target
+            cos, sin = np.cos(heading), np.sin(heading)
             for k in np.nonzero(self.plan[i, :, 2] > 0)[0]:
-                x, _, z, _ = self.plan[i, k]
-                pos[k] = [x, 0.0, z - STAIR_HALF[2]]
+                x, y, z, _ = self.plan[i, k]
+                along = (x - line[0]) * cos + (y - line[1]) * sin
+                pos[k] = [line[0] + along * cos, line[1] + along * sin, z - STAIR_HALF[2]]
         m.geom_pos[self.stair_geoms] = pos
+        m.geom_quat[self.stair_geoms] = [np.cos(heading / 2), 0.0, 0.0, np.sin(heading / 2)]
 
     # -- episode state ------------------------------------------------------------
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)
         env_rng = self.batch.rngs[i]
         self.phase[i] = 0 if env_rng.random() < 0.5 else self.period // 2
-        self._draw_plan(i, env_rng, self.sole_positions()[i, :, :2].mean(axis=0))
+        heading = float(yaw(self.batch.qpos[i : i + 1, 3:7])[0])
+        self._draw_plan(i, env_rng, self.sole_positions()[i, :, :2].mean(axis=0), heading)
         self.target[i] = 0
         self.reached[i] = 0
 

@@ -1,59 +1,67 @@
-"""Behaviour checks of trained humanoid policies: does it walk, stand, turn, withstand pushes?
+"""Behaviour checks of trained humanoid policies: does it do what it is told, measured from MuJoCo's state?
 
-Episode returns say little about a gait: a policy can earn much of the walking
-reward standing still. These checks hold a command fixed and measure what a person
-would look at in a video. Each runs `n` envs from the evaluation start states with
-the policy's mean action and returns figures and a `passed` verdict.
+Episode returns say little about a gait: a policy can earn much of the walking reward
+standing still. These checks hold a command fixed and measure what a person would look
+at in a video. They start from states training's evaluation never uses (their own random
+stream, a random heading, noise on the leg angles) and run for horizons longer than
+training's episodes, with the policy's mean action.
 
-- walk: forward mode at `speed` for `seconds`: every env stays up, covers at least 80%
-  of the commanded distance, and each foot touches down at least 8 times, the feet
-  alternating (at least 80% of successive touchdowns by the other foot);
-- stand: standing mode: every env stays up and drifts less than 0.1 m;
-- turn: in-place mode at +-`rate` rad/s: every env stays up and turns the commanded
-  way by at least half the commanded angle;
-- footsteps (jvrc_step): flat forward and lateral plans for 400 steps: every env stays up and
-  hits at least 80% of its plan's targets;
-- push (h1): standing for `seconds` under random pushes: every env stays up.
+- walk (NAME_walk): forward at 75% of the command range's top speed for 10 s: every env stays
+  up, covers at least 80% of the commanded distance, and each foot touches down on at least 80%
+  of the gait clock's cycles, the feet alternating (at least 80% of successive touchdowns);
+- straight (NAME_walk): forward for 30 s at three speeds across the command range: heading drift at
+  most 5 degrees in every 10 s, sideways at most 10% of the distance walked, speed within 20% of the
+  command;
+- stand (NAME_walk): standing mode for 10 s: every env stays up, drifts less than 0.1 m and turns
+  less than 5 degrees;
+- turn (NAME_walk): in-place mode at +-0.3 rad/s for 10 s: every env stays up and turns the
+  commanded way by at least half the commanded angle;
+- footsteps (NAME_step): every plan type (forward, backward, lateral, curved, standing) on flat ground
+  for 400 steps: every env stays up and hits at least 80% of its plan's targets;
+- push (h1): standing for 10 s under random pushes: every env stays up.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
 from ppolab.envs import make_env
 from ppolab.envs.humanoid import yaw
+from ppolab.envs.walk import FORWARD, IN_PLACE, STANDING
 from ppolab.ppo.playback import load_actor
 from ppolab.ppo.policy import sampling_params
-from ppolab.ppo.rollout import EVAL_STREAM, slot_rng
+from ppolab.ppo.rollout import CHECK_STREAM, slot_rng
 from ppolab.ppo.sampling_policy import SamplingPolicy
 
-HELD = {"stand_switch_prob": 0.0, "walk_switch_prob": 0.0}  # the command stays what the check sets
+START_NOISE = 0.02  # rad on each leg angle at the start: a state training's evaluation never begins from
+DRIFT_DEG = 5.0
 
 
-def _start(path: Path, n: int, overrides: dict | None = None):
+def _start(path: Path, n: int, overrides: dict | None = None, stream_slot: int = 0):
+    """The policy's env from unseen start states: the check's own random stream, any heading, noisy legs."""
     actor, meta = load_actor(path)
-    env = make_env(meta["env"], n, {**(meta.get("env_config") or {}), **(overrides or {})})
+    cfg = {**(meta.get("env_config") or {}), **(overrides or {})}
+    env = make_env(meta["env"], n, cfg)
+    if "init_yaw" in env.cfg.model_fields:
+        noise = max(env.cfg.init_joint_noise, START_NOISE)
+        env = make_env(meta["env"], n, {**cfg, "init_yaw": (-math.pi, math.pi), "init_joint_noise": noise})
     for i in range(n):
-        env.reset_one(i, slot_rng(0, EVAL_STREAM, 0, i))
+        env.reset_one(i, slot_rng(0, CHECK_STREAM, stream_slot, i))
     return env, SamplingPolicy(sampling_params(actor))
 
 
-def _run(env, policy, steps: int, hold=None) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Step with the mean action; `hold(env)` re-applies the command before each step. Returns which
-    envs stayed up and, for the JVRC tasks, each step's per-foot ground contact (touch sensors above 5% of
-    the weight)."""
+def _run(env, policy, steps: int, each=None) -> np.ndarray:
+    """Step with the mean action (`each(env)` after every step); which envs stayed up."""
     alive = np.ones(env.num_envs, bool)
-    contact = []
     for _ in range(steps):
-        if hold:
-            hold(env)
         _, _, terminated = env.step(policy(env.observe()))
         alive &= ~terminated
-        if hasattr(env, "weight"):  # the JVRC tasks: foot touch sensors first
-            contact.append(env.batch.sensors[:, 0:2] > 0.05 * env.weight)
-    return alive, contact
+        if each:
+            each(env)
+    return alive
 
 
 def _touchdowns(contact: list[np.ndarray]) -> tuple[np.ndarray, float]:
@@ -68,110 +76,158 @@ def _touchdowns(contact: list[np.ndarray]) -> tuple[np.ndarray, float]:
     return down.sum(axis=0), alternating / pairs if pairs else 0.0
 
 
-def walk(path: Path, speed: float = 0.3, seconds: float = 10.0, n: int = 8) -> dict:
-    from ppolab.envs.jvrc import FORWARD
+def _heading(env) -> np.ndarray:
+    return yaw(env.batch.qpos[:, 3:7])
 
-    env, policy = _start(path, n, HELD)
+
+def walk(path: Path, speed: float | None = None, seconds: float = 10.0, n: int = 8) -> dict:
+    env, policy = _start(path, n)
+    speed = round(0.75 * env.cfg.forward_speed[1], 3) if speed is None else speed
+    env.set_command(FORWARD, vx=speed)
     steps = round(seconds / env.cfg.control_dt)
-    start = env.batch.qpos[:, :2].copy()
-    heading = yaw(env.batch.qpos[:, 3:7])
-
-    def hold(e) -> None:
-        e.mode[:] = FORWARD
-        e.command[:] = [0.0, speed, 0.0]
-
-    alive, contact = _run(env, policy, steps, hold)
+    start, heading = env.batch.qpos[:, :2].copy(), _heading(env)
+    contact: list[np.ndarray] = []
+    alive = _run(env, policy, steps, lambda e: contact.append(e.foot_contact()))
     moved = env.batch.qpos[:, :2] - start
     forward = moved[:, 0] * np.cos(heading) + moved[:, 1] * np.sin(heading)
     touchdowns, alternating = _touchdowns(contact)
+    need = math.ceil(0.8 * seconds / (env.period * env.cfg.control_dt))
     target = speed * seconds
     out = {
         "command_vx": speed, "seconds": seconds, "envs": n, "still_up": int(alive.sum()),
         "distance_m": round(float(forward.mean()), 2), "distance_share": round(float(forward.mean() / target), 2),
         "min_distance_share": round(float(forward.min() / target), 2),
         "touchdowns_per_foot": round(float(touchdowns.mean()), 1), "min_touchdowns": int(touchdowns.min()),
-        "alternating": round(alternating, 2),
+        "touchdowns_needed": need, "alternating": round(alternating, 2),
     }  # fmt: skip
-    out["passed"] = bool(alive.all() and forward.min() >= 0.8 * target and touchdowns.min() >= 8 and alternating >= 0.8)
+    out["passed"] = bool(alive.all() and forward.min() >= 0.8 * target and touchdowns.min() >= need
+                         and alternating >= 0.8)  # fmt: skip
     out["score"] = round(float((np.clip(forward / target, 0, 1) * alive).mean()), 3)  # a fall scores 0
     return out
 
 
+def _straight_at(path: Path, speed: float, seconds: float, n: int, slot: int) -> dict:
+    env, policy = _start(path, n, stream_slot=slot)
+    env.set_command(FORWARD, vx=speed)
+    window = round(10.0 / env.cfg.control_dt)
+    steps = round(seconds / env.cfg.control_dt)
+    start, heading0 = env.batch.qpos[:, :2].copy(), _heading(env)
+    unwrapped, last = np.zeros(n), heading0.copy()
+    marks = [np.zeros(n)]
+    side_max = np.zeros(n)
+    count = 0
+
+    def each(e) -> None:
+        nonlocal last, count
+        now = _heading(e)
+        unwrapped[:] += np.angle(np.exp(1j * (now - last)))
+        last = now
+        moved = e.batch.qpos[:, :2] - start
+        side = -moved[:, 0] * np.sin(heading0) + moved[:, 1] * np.cos(heading0)
+        side_max[:] = np.maximum(side_max, np.abs(side))
+        count += 1
+        if count % window == 0:
+            marks.append(unwrapped.copy())
+
+    alive = _run(env, policy, steps, each)
+    if count % window:
+        marks.append(unwrapped.copy())  # the last, shorter window counts as a whole one: stricter
+    moved = env.batch.qpos[:, :2] - start
+    forward = moved[:, 0] * np.cos(heading0) + moved[:, 1] * np.sin(heading0)
+    side = np.abs(-moved[:, 0] * np.sin(heading0) + moved[:, 1] * np.cos(heading0))
+    drift = np.degrees(np.abs(np.diff(np.array(marks), axis=0))).max(axis=0)  # worst 10 s window, per env
+    speed_share = forward / (speed * seconds)
+    side_share = side / np.maximum(forward, 1e-6)
+    out = {
+        "command_vx": speed, "seconds": seconds, "still_up": int(alive.sum()),
+        "speed_m_s": round(float(forward.mean() / seconds), 3),
+        "speed_share": [round(float(x), 2) for x in (speed_share.min(), speed_share.max())],
+        "max_heading_drift_deg_per_10s": round(float(drift.max()), 1),
+        "max_sideways_share": round(float(side_share.max()), 3), "max_sideways_m": round(float(side_max.max()), 2),
+    }  # fmt: skip
+    out["passed"] = bool(alive.all() and drift.max() <= DRIFT_DEG and side_share.max() <= 0.1
+                         and np.all(np.abs(speed_share - 1.0) <= 0.2))  # fmt: skip
+    return out
+
+
+def straight(path: Path, seconds: float = 30.0, n: int = 8) -> dict:
+    """Forward at three speeds across the command range (its sixths: 1/6, 1/2, 5/6), `seconds` each."""
+    _, meta = load_actor(path)
+    env = make_env(meta["env"], 1, meta.get("env_config"))
+    lo, hi = env.cfg.forward_speed
+    speeds = [round(lo + (hi - lo) * f, 3) for f in (1 / 6, 1 / 2, 5 / 6)]
+    runs = [_straight_at(path, v, seconds, n, slot) for slot, v in enumerate(speeds, start=1)]
+    return {"speeds": runs, "passed": all(r["passed"] for r in runs)}
+
+
 def stand(path: Path, seconds: float = 10.0, n: int = 8) -> dict:
-    from ppolab.envs.jvrc import STANDING
-
-    env, policy = _start(path, n, HELD)
-    start = env.batch.qpos[:, :2].copy()
-
-    def hold(e) -> None:
-        e.mode[:] = STANDING
-        e.command[:] = 0.0
-
-    alive, _ = _run(env, policy, round(seconds / env.cfg.control_dt), hold)
+    env, policy = _start(path, n)
+    env.set_command(STANDING)
+    start, heading0 = env.batch.qpos[:, :2].copy(), _heading(env)
+    alive = _run(env, policy, round(seconds / env.cfg.control_dt))
     drift = np.linalg.norm(env.batch.qpos[:, :2] - start, axis=1)
-    out = {"seconds": seconds, "still_up": int(alive.sum()), "max_drift_m": round(float(drift.max()), 3)}
-    out["passed"] = bool(alive.all() and drift.max() < 0.1)
+    turned = np.degrees(np.abs(np.angle(np.exp(1j * (_heading(env) - heading0)))))
+    out = {"seconds": seconds, "still_up": int(alive.sum()), "max_drift_m": round(float(drift.max()), 3),
+           "max_heading_drift_deg": round(float(turned.max()), 1)}  # fmt: skip
+    out["passed"] = bool(alive.all() and drift.max() < 0.1 and turned.max() <= DRIFT_DEG)
     return out
 
 
 def turn(path: Path, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> dict:
-    from ppolab.envs.jvrc import IN_PLACE
-
-    env, policy = _start(path, n, HELD)
+    env, policy = _start(path, n)
     signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)  # half turn left, half right
-    start = yaw(env.batch.qpos[:, 3:7])
-    turned = np.zeros(n)
-    last = start.copy()
+    env.set_command(IN_PLACE)
+    env.rate[:] = signs * rate
+    turned, last = np.zeros(n), _heading(env)
 
-    def hold(e) -> None:
+    def each(e) -> None:
         nonlocal last
-        now = yaw(e.batch.qpos[:, 3:7])
+        now = _heading(e)
         turned[:] += np.angle(np.exp(1j * (now - last)))  # unwrapped heading change
         last = now
-        e.mode[:] = IN_PLACE
-        e.command[:, 0] = signs * rate
-        e.command[:, 1:] = 0.0
 
-    alive, _ = _run(env, policy, round(seconds / env.cfg.control_dt), hold)
+    alive = _run(env, policy, round(seconds / env.cfg.control_dt), each)
     share = turned * signs / (rate * seconds)
-    out = {
-        "rate": rate,
-        "seconds": seconds,
-        "still_up": int(alive.sum()),
-        "min_turn_share": round(float(share.min()), 2),
-    }
+    out = {"rate": rate, "seconds": seconds, "still_up": int(alive.sum()),
+           "min_turn_share": round(float(share.min()), 2), "max_turn_share": round(float(share.max()), 2)}  # fmt: skip
     out["passed"] = bool(alive.all() and share.min() >= 0.5)
     return out
 
 
 def footsteps(path: Path, steps: int = 400, n: int = 8) -> dict:
-    """jvrc_step on flat ground: half the envs follow a forward plan, half a lateral one, for `steps`.
+    """Every plan type on flat ground, `n` envs each, for `steps`. A target is hit when the env counts it
+    reached (a sole held within its radius, then the next target follows)."""
+    from ppolab.envs.step import N_STEPS, PLANS
 
-    A target is hit when the env counts it reached (a foot held within its radius, then the next
-    target follows). Passed: every env stays up and hits at least 80% of its plan's targets.
-    """
-    from ppolab.envs.jvrc_step import N_STEPS, PLANS
-
-    hit, up = [], []
-    for plan in ("forward", "lateral"):
+    plans, passed = {}, True
+    for slot, plan in enumerate(PLANS):
         probs = [1.0 if p == plan else 0.0 for p in PLANS]
-        env, policy = _start(path, n // 2, {"plan_probs": probs, "stair_ramp_start": 10**9})
-        alive, _ = _run(env, policy, steps)
-        hit.append(env.target.copy())
-        up.append(alive)
-    hits, alive = np.concatenate(hit), np.concatenate(up)
-    out = {
-        "steps": steps, "envs": n, "targets_per_plan": N_STEPS, "still_up": int(alive.sum()),
-        "targets_hit": [int(h) for h in hits], "min_share": round(float(hits.min() / N_STEPS), 2),
-    }  # fmt: skip
-    out["passed"] = bool(alive.all() and hits.min() >= 0.8 * N_STEPS)
-    return out
+        env, policy = _start(path, n, {"plan_probs": probs, "stair_ramp_start": 10**9}, stream_slot=slot)
+        alive = _run(env, policy, steps)
+        hits = env.target.copy()
+        plans[plan] = {"still_up": int(alive.sum()), "targets_hit": [int(h) for h in hits],
+                       "min_share": round(float(hits.min() / N_STEPS), 2)}  # fmt: skip
+        plans[plan]["passed"] = bool(alive.all() and hits.min() >= 0.8 * N_STEPS)
+        passed &= plans[plan]["passed"]
+    return {"steps": steps, "envs_per_plan": n, "targets_per_plan": N_STEPS, "plans": plans, "passed": passed,
+            "min_share": min(p["min_share"] for p in plans.values())}  # fmt: skip
 
 
 def push(path: Path, seconds: float = 10.0, n: int = 8) -> dict:
     """Standing under pushes (the env's randomisation on: pushes, masses, friction)."""
     env, policy = _start(path, n, {"randomization": {"enabled": True}})
-    alive, _ = _run(env, policy, round(seconds / env.cfg.control_dt))
+    alive = _run(env, policy, round(seconds / env.cfg.control_dt))
     out = {"seconds": seconds, "push_force_n": env.cfg.randomization.push_force, "still_up": int(alive.sum())}
     out["passed"] = bool(alive.all())
     return out
+
+
+def checks(env: str, path: Path) -> dict:
+    """Every behaviour check of the env's kind on the policy at `path` (run folder, pretrained folder, actor)."""
+    if env.endswith("_walk"):
+        return {"walk": walk(path), "straight": straight(path), "stand": stand(path), "turn": turn(path)}
+    if env.endswith("_step"):
+        return {"footsteps": footsteps(path)}
+    if env == "h1":
+        return {"push": push(path)}
+    return {}

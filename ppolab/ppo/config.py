@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ppolab.envs import ENVS
+from ppolab.envs import ENVS, env_names
 from ppolab.ppo.presets import with_preset
 
 MAX_BATCH = 50_000_000  # samples an iteration: GBs of rollout storage; more is a typo, not a plan
@@ -29,7 +29,12 @@ RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,99}")  # a folder name: no
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    env: str = Field(description="task to train: " + ", ".join(sorted(ENVS)))
+    env: str = Field(description="task to train: " + ", ".join(env_names()) + ", or NAME_walk, NAME_stand, "
+                     "NAME_step of your robot file (--robot)")  # fmt: skip
+    robot: str | None = Field(
+        None, description="your robot file (`ppolab robots check FILE` first); its envs: NAME_walk, NAME_stand, "
+        "NAME_step. Its contents are kept in the run's env.yaml"
+    )
     logdir: str = Field("logs", description="root folder; each run gets a new folder inside it")
     run_name: str | None = Field(None, description="name of the run folder (default: time, env and seed)")
     experiment_tag: str | None = Field(None, description="free-form tag recorded with the run (sweeps set it)")
@@ -96,12 +101,22 @@ class TrainConfig(BaseModel):
                 merged["minibatch_size"] = min(merged["minibatch_size"], size[0] * size[1] * size[2])
         return merged
 
-    @field_validator("env")
-    @classmethod
-    def _known_env(cls, v: str) -> str:
-        if v not in ENVS:
-            raise ValueError(f"unknown env {v!r}; choose one of: {', '.join(sorted(ENVS))}")
-        return v
+    @model_validator(mode="after")
+    def _known_env(self) -> TrainConfig:
+        """A shipped env, or a task of the robot file given with --robot (read here: a mistake is one line)."""
+        if self.robot is not None:
+            from ppolab.envs import register_robot, robot_file
+
+            file = robot_file.read(self.robot)
+            if f"{file.name}_walk" not in ENVS:
+                register_robot(file)
+            tasks = [f"{file.name}_{t}" for t in ("walk", "stand", "step")]
+            if self.env not in tasks:
+                raise ValueError(f"--env {self.env}: the robot file {self.robot} gives {', '.join(tasks)}")
+        elif self.env not in ENVS:
+            hint = "; a robot of your own: --robot FILE" if self.env.endswith(("_walk", "_stand", "_step")) else ""
+            raise ValueError(f"unknown env {self.env!r}; choose one of: {', '.join(env_names())}{hint}")
+        return self
 
     @field_validator("run_name")
     @classmethod

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -35,14 +37,47 @@ def load_actor(path: Path) -> tuple[Actor, dict]:
     return actor, meta
 
 
+@dataclass(frozen=True)
+class Command:
+    """What the policy is told during playback: a walker's held mode and command, a stepper's plan kind."""
+
+    mode: str | None = None  # standing, in_place, forward (a walker); None: random switches, as in training
+    vx: float = 0.0
+    vy: float = 0.0
+    yaw_rate: float = 0.0
+    plan: str | None = None  # a stepper's plan kind, on flat ground
+
+    def overrides(self, env_name: str, cfg: dict | None) -> dict | None:
+        """The env settings the command needs (a plan kind is a setting of the stepping task)."""
+        if self.plan is None:
+            return cfg
+        if not env_name.endswith("_step"):
+            raise UserError(f"--plan: {env_name} follows no footstep plans (a NAME_step env does)")
+        from ppolab.envs.step import PLANS
+
+        return {**(cfg or {}), "plan_probs": [1.0 if p == self.plan else 0.0 for p in PLANS], "stair_ramp_start": 10**9}
+
+    def hold(self, env) -> None:
+        """Hold the walker's mode and command (after the resets)."""
+        if self.mode is None:
+            return
+        if not hasattr(env, "set_command"):
+            raise UserError(f"--mode: {env.name} takes no velocity command (a NAME_walk env does)")
+        from ppolab.envs.walk import MODES
+
+        env.set_command(MODES.index(self.mode), yaw_rate=self.yaw_rate, vx=self.vx, vy=self.vy)
+
+
 def play(
-    path: Path, *, episodes: int, seed: int, max_steps: int | None, video: str | None, out: TextIO = sys.stdout
-) -> tuple[np.ndarray, np.ndarray]:
+    path: Path, *, episodes: int, seed: int, max_steps: int | None, video: str | None, filmstrip: str | None = None,
+    frames: int = 6, command: Command = Command(), out: TextIO = sys.stdout,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     actor, meta = load_actor(path)
     steps = max_steps or meta["max_traj_len"]
     params = sampling_params(actor)
-    env = make_env(meta["env"], episodes, meta.get("env_config"))
-    returns, lengths = evaluate(env, params, seed=seed, steps=steps)
+    overrides = command.overrides(meta["env"], meta.get("env_config"))
+    env = make_env(meta["env"], episodes, overrides)
+    returns, lengths = evaluate(env, params, seed=seed, steps=steps, on_start=command.hold)
     out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
     for i, (r, n) in enumerate(zip(returns, lengths), start=1):
         out.write(f"Episode {i}: length {int(n)}, return {r:.3f}\n")
@@ -50,56 +85,58 @@ def play(
         f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {episodes} episodes "
         f"(mean length {lengths.mean():.1f})\n"
     )
-    if video:
-        n = render_video(
-            Path(video), meta["env"], params, seed=seed, steps=steps, fps=round(1.0 / env.cfg.control_dt),
-            overrides=meta.get("env_config"),
-        )  # fmt: skip
-        out.write(f"Video of episode 1 ({n} frames) written to {video}\n")
+    if video or filmstrip:
+        n = render(meta["env"], params, seed=seed, steps=steps, overrides=overrides, command=command,
+                   video=Path(video) if video else None, filmstrip=Path(filmstrip) if filmstrip else None,
+                   fps=round(1.0 / env.cfg.control_dt), frames=frames)  # fmt: skip
+        if video:
+            out.write(f"Video of episode 1 ({n} frames) written to {video}\n")
+        if filmstrip:
+            out.write(f"Filmstrip of episode 1 ({frames} of its {n} frames) written to {filmstrip}\n")
     return returns, lengths
 
 
 def check_video_path(video: str) -> None:
     """Refuse a --video path that could not be written, before any episode runs."""
-    path = Path(video)
-    if path.suffix.lower() != ".mp4":
-        raise UserError(f"--video {video}: name an .mp4 file (it is encoded with H.264)")
+    _check_writable("--video", video, ".mp4", "it is encoded with H.264")
+
+
+def check_picture_path(picture: str) -> None:
+    _check_writable("--filmstrip", picture, ".png", "a PNG image")
+
+
+def _check_writable(flag: str, name: str, suffix: str, why: str) -> None:
+    path = Path(name)
+    if path.suffix.lower() != suffix:
+        raise UserError(f"{flag} {name}: name a {suffix} file ({why})")
     if path.is_dir():
-        raise UserError(f"--video {video}: is a folder; name an .mp4 file inside it")
+        raise UserError(f"{flag} {name}: is a folder; name a {suffix} file inside it")
     parent = next(p for p in path.absolute().parents if p.exists())  # the folders below it are made
     if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UserError(f"--video {video}: cannot write in {parent}; choose another place")
+        raise UserError(f"{flag} {name}: cannot write in {parent}; choose another place")
     if parent == path.absolute().parent:  # some folders (/proc, read-only mounts) say yes and then refuse
         probe = _temp_path(path)
         try:
             probe.open("ab").close()  # a stale one is ours, from a killed eval
         except OSError as exc:
             reason = f"cannot write in {parent} ({exc.strerror})"
-            raise UserError(f"--video {video}: {reason}; choose another place") from None
+            raise UserError(f"{flag} {name}: {reason}; choose another place") from None
         probe.unlink()
 
 
 def _temp_path(path: Path) -> Path:
-    """Where the video is encoded before it is renamed into place."""
+    """Where a video or picture is written before it is renamed into place."""
     return path.with_name(f".{path.stem}.tmp{path.suffix}")
 
 
-def render_video(
-    path: Path,
-    env_name: str,
-    params: dict,
-    *,
-    seed: int,
-    steps: int,
-    fps: int,
+def render(
+    env_name: str, params: dict, *, seed: int, steps: int, fps: int, overrides: dict | None = None,
+    command: Command = Command(), video: Path | None = None, filmstrip: Path | None = None, frames: int = 6,
     size: tuple[int, int] = (480, 640),
-    overrides: dict | None = None,
-) -> int:
-    """Render episode 1 (same initial state as in `play`) headless into an mp4; the frame count.
-
-    Frames go to the encoder as they are rendered, so a long episode needs no memory for
-    them, and the file appears whole (temp file, then rename) or not at all.
-    """
+) -> int:  # fmt: skip
+    """Render episode 1 (same initial state and command as in `play`) headless: into an mp4 as the frames
+    come (a long episode needs no memory for them), and/or `frames` of them side by side into a PNG. Each
+    file appears whole (temp file, then rename) or not at all. Returns the episode's frame count."""
     import imageio.v2 as imageio
     import mujoco
 
@@ -109,33 +146,48 @@ def render_video(
         overrides = {**(overrides or {}), "visuals": True}
     env = make_env(env_name, 1, overrides)
     try:
-        renderer = mujoco.Renderer(env.model, height=size[0], width=size[1])
+        renderer = mujoco.Renderer(env.model, height=size[0], width=size[1] if not filmstrip else size[1] // 2)
     except Exception as exc:  # no GL: say which packages give one
         raise UserError(
             f"--video: offscreen rendering is unavailable ({exc}); install Debian's libegl1 and "
             "libgl1-mesa-dri (MUJOCO_GL=egl) or libosmesa6 (MUJOCO_GL=osmesa)"
         ) from None
-    tmp = _temp_path(path)
-    progress = Progress(f"Rendering episode 1 to {path.name}", steps, "frames (at most)")
-    frames = 0
+    temps = [_temp_path(p) for p in (video, filmstrip) if p is not None]
+    progress = Progress(f"Rendering episode 1 to {(video or filmstrip).name}", steps, "frames (at most)")
+    wanted = set(np.linspace(0, steps - 1, frames).round().astype(int).tolist())  # the strip's frames
+    count, strip, last = 0, [], None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with imageio.get_writer(tmp, fps=fps, codec="libx264", macro_block_size=8) as writer:
+        for p in temps:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        writer = imageio.get_writer(_temp_path(video), fps=fps, codec="libx264", macro_block_size=8) if video else None
+        with writer if writer is not None else contextlib.nullcontext():
 
             def grab(e) -> None:
-                nonlocal frames
+                nonlocal count, last
                 renderer.update_scene(e.datas[0], camera=0)
-                writer.append_data(renderer.render())
-                frames += 1
+                last = renderer.render()
+                if writer is not None:
+                    writer.append_data(last)
+                if filmstrip and count in wanted:
+                    strip.append(last.copy())
+                count += 1
                 progress.advance()
 
-            evaluate(env, params, seed=seed, steps=steps, on_step=grab)
-        os.replace(tmp, path)
+            evaluate(env, params, seed=seed, steps=steps, on_step=grab, on_start=command.hold)
+        if filmstrip:
+            if len(strip) < len(wanted) and last is not None:  # the episode ended early: its last frame ends it
+                strip.append(last)
+            imageio.imwrite(_temp_path(filmstrip), np.concatenate(strip, axis=1), format="png")
+            os.replace(_temp_path(filmstrip), filmstrip)
+        if video:
+            os.replace(_temp_path(video), video)
     except OSError as exc:
         reason = exc.strerror or str(exc).splitlines()[0]
-        raise UserError(f"--video {path}: cannot write it ({reason})") from None
+        raise UserError(f"--video {video or filmstrip}: cannot write it ({reason})") from None
     finally:
         progress.close()
         renderer.close()
-        tmp.unlink(missing_ok=True)
-    return frames
+        for p in temps:
+            p.unlink(missing_ok=True)
+    return count
+

@@ -42,12 +42,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_itr": 300,
         "eval_freq": 25,
     },
-    "jvrc_walk": {**HUMANOID_LHW, "n_itr": 8400},  # 8,400 x 4,800 steps: about 40 M env steps
-    "jvrc_step": {**HUMANOID_LHW, "n_itr": 8400},
+    "jvrc_walk": {**HUMANOID_LHW, "n_itr": 1500},  # walking straight after about 1,000 (benchmarks/README.md)
+    "jvrc_step": {**HUMANOID_LHW, "n_itr": 8400},  # 8,400 x 4,800 steps: about 40 M env steps, LHW's budget
 }
+ROBOT_TASK = {**HUMANOID_LHW, "n_itr": 1500}  # any other robot file's task (NAME_walk, NAME_stand, NAME_step)
+
+
+def preset(env: object) -> dict[str, Any]:
+    """The env's recommended settings: its own, or those of every task on a robot file."""
+    if not isinstance(env, str):
+        return {}
+    if env in PRESETS:
+        return PRESETS[env]
+    return ROBOT_TASK if env.endswith(("_walk", "_stand", "_step")) else {}
 
 
 def with_preset(values: dict[str, Any]) -> dict[str, Any]:
     """Train settings with the env's preset filling in what `values` leaves out."""
-    preset = PRESETS.get(values.get("env"), {}) if isinstance(values.get("env"), str) else {}
-    return {**preset, **values}
+    return {**preset(values.get("env")), **values}

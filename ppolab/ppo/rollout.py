@@ -16,7 +16,7 @@ import numpy as np
 
 from ppolab.ppo.sampling_policy import SamplingPolicy
 
-TRAIN_STREAM, WARMUP_STREAM, EVAL_STREAM = 0, 1, 2
+TRAIN_STREAM, WARMUP_STREAM, EVAL_STREAM, CHECK_STREAM = 0, 1, 2, 3  # CHECK: the behaviour checks' starts
 
 
 def slot_rng(seed: int, stream: int, iteration: int, slot: int) -> np.random.Generator:
@@ -117,17 +117,19 @@ def collect(
     return out
 
 
-def evaluate(env, params: dict, *, seed: int, steps: int, on_step=None) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(env, params: dict, *, seed: int, steps: int, on_step=None, on_start=None) -> tuple[np.ndarray, np.ndarray]:
     """Run one deterministic (mean-action) episode in each env; return (returns, lengths).
 
     Env i starts from the same state at every call with the same seed, so
-    successive evaluations compare policies, not luck. `on_step(env)` is
-    called after every step (video capture).
+    successive evaluations compare policies, not luck. `on_start(env)` is called
+    after the resets (a held command), `on_step(env)` after every step (video capture).
     """
     policy = SamplingPolicy(params)
     n = env.num_envs
     for i in range(n):
         env.reset_one(i, slot_rng(seed, EVAL_STREAM, 0, i))
+    if on_start is not None:
+        on_start(env)
     obs = env.observe()
     returns = np.zeros(n)
     lengths = np.zeros(n, np.int64)

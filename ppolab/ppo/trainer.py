@@ -257,7 +257,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     torch.manual_seed(cfg.seed)
     env_overrides = env_config.load_saved(resume_dir, cfg.env) if resume_dir else None
     if resume_dir is None:
-        env_overrides = env_config.resolve(cfg.env, cfg.yaml)
+        env_overrides = env_config.resolve(cfg.env, cfg.yaml, cfg.robot)
     probe = make_env(cfg.env, 1, env_overrides)
     actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
     notes: list[str] = []
