@@ -76,8 +76,9 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 def _add_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "eval", help="evaluate a trained policy", description=EVAL_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+        "eval", help="evaluate a trained policy", description=EVAL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     p.add_argument("--path", required=True, help="a run folder (uses its best actor.pt) or an actor .pt file")
     p.add_argument("--episodes", type=int, default=5, help="episodes to run (default: 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default: 0)")

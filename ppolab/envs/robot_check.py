@@ -29,7 +29,7 @@ TILT = 0.35  # rad: harness-free, "up" is the root tilted less than this
 
 def _mirror_checks(env: RobotTask) -> dict:
     m = env.robot.mirror
-    twice = np.array_equal(m.twin[m.twin], np.arange(len(m.twin))) and np.array_equal(m.sign * m.sign[m.twin], np.ones(len(m.sign)))
+    twice = np.array_equal(m.twin[m.twin], np.arange(len(m.twin))) and np.all(m.sign * m.sign[m.twin] == 1.0)
     legs = env.batch.nominal_leg
     mirrored = m.sign[m.twin] * legs[m.twin]
     worst = int(np.argmax(np.abs(mirrored - legs)))
@@ -91,7 +91,8 @@ def check(file: RobotFile, picture: Path | None) -> dict:
     b = env.batch
     start = {"self_contact_at_nominal": bool(b.self_contact[0])}
     out = {
-        "robot": file.name, "model": str(file.model_path()), "legs": len(file.legs), "mass_kg": round(env.weight / 9.81, 2),
+        "robot": file.name, "model": str(file.model_path()), "legs": len(file.legs),
+        "mass_kg": round(env.weight / 9.81, 2),
         "nominal_height_m": round(env.robot.height, 3), **_mirror_checks(env), **start,
         "stand_harness": _stand(env, harness=True), "stand_free": _stand(env, harness=False),
     }  # fmt: skip

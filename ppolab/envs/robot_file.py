@@ -226,6 +226,9 @@ def parse(data: Any, path: Path, root: Any = None) -> RobotFile:
     except ValidationError as exc:
         err = first_problem(exc)
         loc = tuple(str(p) for p in err["loc"])
+        if not loc and ": " in err["msg"]:  # a check of the whole file: its message starts with the key
+            key, _, rest = err["msg"].partition(": ")
+            loc, err["where"], err["msg"] = (key,), key, rest
         lines = yaml_file.line_index(root)
         line = next((lines[loc[:k]] for k in range(len(loc), 0, -1) if loc[:k] in lines), 1)
         if err["type"] == "extra_forbidden":

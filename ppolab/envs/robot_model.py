@@ -237,12 +237,15 @@ def _torque_limits(robot: RobotFile, spec: mujoco.MjSpec, path: Path, joints: li
     return out
 
 
-def add_servos(spec: mujoco.MjSpec, joints: list[str], p: BuildParams, limits: dict[str, float] | None) -> None:
+def add_servos(
+    robot: RobotFile, spec: mujoco.MjSpec, joints: list[str], p: BuildParams, limits: dict[str, float] | None
+) -> None:
     """A PD position servo on each joint (gain kp, bias -kp q - kd qdot), torque-clamped where a limit is given."""
     for field, table in (("kp", p.kp), ("kd", p.kd)):
         missing = [j for j in joints if first_match(table, j) is None]
         if missing:
-            raise UserError(f"{field}: no gain for joint {missing[0]!r}; add a part of its name to the table")
+            raise UserError(f"{robot.where('gains.' + field)}: no gain for joint {missing[0]!r} (the servoed joints: "
+                            "legs, and the others where others: hold); add a part of its name")  # fmt: skip
     for name in joints:
         kp, kd = first_match(p.kp, name), first_match(p.kd, name)
         act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
@@ -318,10 +321,10 @@ def build(robot_json: dict[str, Any], physics_dt: float, kp: dict, kd: dict, arm
         for k in range(stairs):  # placed per episode by the task; out of the way below the floor until then
             spec.worldbody.add_geom(name=f"stair{k}", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(STAIR_HALF),
                                     pos=[0, 0, -5], rgba=[0.55, 0.5, 0.45, 1], contype=1, conaffinity=1)  # fmt: skip
-        add_servos(spec, [*robot.legs, *held], p, limits)
+        add_servos(robot, spec, [*robot.legs, *held], p, limits)
         model1 = spec.compile()
-        _add_sensors(robot, spec, model1, nominal_joints(robot, model0))
-        add_scene(spec, spec.body(robot.root))
+        height = _add_sensors(robot, spec, model1, nominal_joints(robot, model0))
+        add_scene(spec, spec.body(robot.root), size=height)
         spec.compiler.fusestatic = True  # welded bodies become one: fewer bodies to step
         return spec.compile()
 
@@ -337,7 +340,9 @@ def posed(model: mujoco.MjModel, nominal: dict[str, float]) -> mujoco.MjData:
     return data
 
 
-def _foot_frame(robot: RobotFile, model: mujoco.MjModel, data: mujoco.MjData, side: str) -> tuple[str, np.ndarray, np.ndarray]:
+def _foot_frame(
+    robot: RobotFile, model: mujoco.MjModel, data: mujoco.MjData, side: str
+) -> tuple[str, np.ndarray, np.ndarray]:
     """The foot's body, and its sole box (centre of its bottom, half sizes) in the world at the nominal pose."""
     foot = getattr(robot.feet, side)
     if foot.site:
@@ -369,7 +374,7 @@ def _in_body(model: mujoco.MjModel, data: mujoco.MjData, body: str, world: np.nd
     return list(rot.T @ (world - data.xpos[b])), list(quat)
 
 
-def _add_sensors(robot: RobotFile, spec: mujoco.MjSpec, model: mujoco.MjModel, nominal: dict[str, float]) -> None:
+def _add_sensors(robot: RobotFile, spec: mujoco.MjSpec, model: mujoco.MjModel, nominal: dict[str, float]) -> float:
     """Sole and touch sites under each foot (world-aligned at the nominal pose), the head site, the sensors,
     and the nominal pose of every joint left, as numerics (`nominal:<joint>`) the built model keeps."""
     data = posed(model, nominal)
@@ -396,6 +401,8 @@ def _add_sensors(robot: RobotFile, spec: mujoco.MjSpec, model: mujoco.MjModel, n
     for side in ("right", "left"):
         spec.add_sensor(name=f"{side}_sole_pos", type=S.mjSENS_FRAMEPOS, objtype=SITE, objname=site_of[side])
     spec.add_sensor(name="head_pos", type=S.mjSENS_FRAMEPOS, objtype=SITE, objname="head")
+    soles = [_foot_frame(robot, model, data, side)[1][2] for side in ("right", "left")]
+    return float(data.xpos[model.body(robot.root).id][2] - min(soles))  # the root's standing height
 
 
 class Sensors:

@@ -191,6 +191,7 @@ def task_env(task: type[RobotTask], robot: RobotFile, embed: bool = False) -> ty
     config = config_class(task.Config, robot, task.task, embed)
     name = f"{robot.name}_{task.task}"
     doc = (task.__doc__ or "").strip().splitlines()[0].rstrip(".")
-    attrs = {"robot_file": robot, "name": name, "Config": config, "__doc__": f"{doc}: {robot.description or robot.name}."}
+    about = f"{doc}: {robot.description or robot.name}."
+    attrs = {"robot_file": robot, "name": name, "Config": config, "__doc__": about}
     return type(f"{robot.name.title()}{task.__name__}", (task,), attrs)
 

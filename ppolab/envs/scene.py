@@ -49,9 +49,10 @@ def add_tracking_camera(body: mujoco.MjsBody, distance: float = 3.0, height: flo
     )  # fmt: skip
 
 
-def add_scene(spec: mujoco.MjSpec, track: mujoco.MjsBody) -> None:
-    """Sky, floor, light and a tracking camera (the env's first camera, which videos use)."""
+def add_scene(spec: mujoco.MjSpec, track: mujoco.MjsBody, size: float = 0.85) -> None:
+    """Sky, floor, light and a tracking camera (the env's first camera, which videos use), as far from the
+    robot as its `size` (its root's standing height, m) asks: JVRC-1's 0.85 m gives 3 m."""
     add_sky(spec)
     add_floor(spec)
     add_lights(spec)
-    add_tracking_camera(track)
+    add_tracking_camera(track, distance=3.5 * size, height=0.35 * size)

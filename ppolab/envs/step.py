@@ -206,7 +206,7 @@ class StepTask(RobotTask):
         return inside & ~done
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        b, c, w = self.batch, self.cfg, self.cfg.rewards
+        b, w = self.batch, self.cfg.rewards
         b.apply(action)
         self.phase = (self.phase + 1) % self.period
         rows = np.arange(self.num_envs)

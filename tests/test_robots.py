@@ -1,0 +1,101 @@
+"""Robot files: `ppolab robots`, `ppolab robots check`, mistakes named by file and line, and a robot of
+the user's own trained, resumed and played from its robot file alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, read_metrics, run_ppolab
+
+from ppolab.envs import robot_file
+from ppolab.errors import UserError
+
+APOLLO = REPO / "examples" / "robots" / "apollo.yaml"
+
+
+def test_robots_lists_every_shipped_robot_and_its_envs():
+    proc = run_ppolab("robots")
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split(":")[0] for line in proc.stdout.splitlines() if ": " in line and "(envs " in line]
+    assert len(names) >= 6 and {"jvrc", "h1", "g1", "t1", "berkeley"} <= set(names)
+    assert "jvrc_walk, jvrc_stand, jvrc_step" in proc.stdout
+
+
+def test_a_shipped_robot_passes_its_check_and_gets_a_picture(tmp_path):
+    picture = tmp_path / "g1.png"
+    proc = run_ppolab("robots", "check", "g1", "--picture", str(picture), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["passed"] and result["mirror_twice_identity"] and result["nominal_mirrors_to_itself"]
+    assert result["stand_harness"]["seconds_up"] >= 2.0 and 0.8 <= result["stand_harness"]["weight_on_soles"] <= 1.2
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.stat().st_size > 10_000
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bot.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda d: d.update(legz=d.pop("legs")), "unknown key 'legz'; did you mean 'legs'?"),
+        (lambda d: d.update(legs=[j + "x" if "hip_ie" in j else j for j in d["legs"]]), "no joint 'l_hip_iex'"),
+        (lambda d: d["legs"].pop(0), "has no twin 'l_hip_ie' among the legs"),
+        (lambda d: d["feet"]["left"].update(body="l_fooot_link"), "feet.left.body: no body 'l_fooot_link'"),
+        (lambda d: d["model"].update(package="no_such_package_here"), "model.package: no Python package"),
+        (lambda d: d["gains"]["kp"].update(knee=-1), "gains.kp.knee: Input should be greater than or equal to 0"),
+        (lambda d: d["nominal"].update(keyframe="sit"), "nominal.keyframe: no keyframe 'sit'"),
+        (lambda d: d["gains"].update(kp={"hip": 1.0}), "gains.kp: no gain for joint 'l_knee_fe'"),
+        (lambda d: d.update(name="Big Bot"), "name: use lower-case letters"),
+    ],
+)
+def test_a_mistake_in_a_robot_file_is_one_line_naming_the_file_and_exit_2(tmp_path, edit, says):
+    data = yaml.safe_load(APOLLO.read_text())
+    edit(data)
+    path = _write(tmp_path, yaml.safe_dump(data, sort_keys=False))
+    proc = run_ppolab("robots", "check", str(path), "--no-picture")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert str(path) in proc.stderr and says in proc.stderr, proc.stderr
+
+
+def test_a_key_error_names_its_line(tmp_path):
+    text = APOLLO.read_text().replace("collision_groups: [3]", "collision_groups: [3]\nsole: l_foot_link")
+    path = _write(tmp_path, text)
+    line = text.splitlines().index("sole: l_foot_link") + 1
+    with pytest.raises(UserError) as err:
+        robot_file.read(path)
+    assert str(err.value).startswith(f"{path}:{line}: unknown key 'sole'")
+
+
+def test_a_robot_of_ones_own_trains_resumes_and_plays_from_its_robot_file(tmp_path):
+    """The example robot file (a Menagerie model ppolab ships no file for): trained with --robot; then resumed
+    and played with nothing but the run folder, whose env.yaml keeps the robot file's contents."""
+    logdir = tmp_path / "runs"
+    args = ("--n-itr", "2", "--num-procs", "2", "--max-traj-len", "20", "--minibatch-size", "8",
+            "--eval-episodes", "1", "--seed", "1", "--logdir", str(logdir), "--run-name", "mine")  # fmt: skip
+    proc = run_ppolab("train", "--env", "apollo_walk", "--robot", str(APOLLO), *args)
+    assert proc.returncode == 0, proc.stderr
+    run = logdir / "mine"
+    saved = yaml.safe_load((run / "env.yaml").read_text())
+    assert saved["robot"]["name"] == "apollo" and saved["robot"]["legs"][0] == "l_hip_ie"
+    proc = run_ppolab("train", "--resume", str(run), "--n-itr", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["iteration"] for r in read_metrics(run) if r["type"] == "iteration"] == [0, 1, 2]
+    proc = run_ppolab("eval", "--path", str(run), "--episodes", "1", "--max-steps", "20", "--mode", "forward",
+                      "--vx", "0.2")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "env apollo_walk" in proc.stdout
+
+
+def test_a_robot_file_needs_its_env_named_and_an_unknown_robot_env_says_how(tmp_path):
+    proc = run_ppolab("train", "--env", "apollo_walk", "--logdir", str(tmp_path))
+    assert proc.returncode == 2 and "a robot of your own: --robot FILE" in proc.stderr, proc.stderr
+    proc = run_ppolab("train", "--env", "h1_walk", "--robot", str(APOLLO), "--logdir", str(tmp_path))
+    assert proc.returncode == 2 and "gives apollo_walk, apollo_stand, apollo_step" in proc.stderr, proc.stderr
+    assert not any(tmp_path.iterdir())
