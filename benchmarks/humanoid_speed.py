@@ -6,7 +6,9 @@ one process per core, all cores at once. Sampling is `ppolab train`'s sampler
 with a trained-size policy (256 x 256) over 12 batched envs on all cores. The
 ratio is the share of the machine's physics throughput that sampling keeps.
 
-    python benchmarks/humanoid_speed.py [--envs h1 jvrc_walk jvrc_step] [--envs-per-worker 1] [--json out.json]
+    python benchmarks/humanoid_speed.py [--envs h1 jvrc_walk ...] [--envs-per-worker 1] [--json out.json]
+
+The default envs are every shipped policy's (pretrained/*).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def _ceiling_worker(env_name: str, control_steps: int, queue) -> None:
     b = env.batch
     m, d = b.base, mujoco.MjData(b.base)
     home = b.nominal_qpos
-    ctrl = home[b._act_qpos()]
+    ctrl = home[b._act_qpos]
+    low = 0.6 * home[2]  # fallen: the root below 60% of its standing height
 
     def reset() -> None:
         mujoco.mj_resetData(m, d)
@@ -52,7 +55,7 @@ def _ceiling_worker(env_name: str, control_steps: int, queue) -> None:
     start = time.perf_counter()
     for _ in range(control_steps):
         mujoco.mj_step(m, d, b.substeps)
-        if d.xpos[height, 2] < 0.6:
+        if d.xpos[height, 2] < low:
             reset()
     queue.put(control_steps / (time.perf_counter() - start))
 
@@ -112,7 +115,8 @@ def end_to_end(env_name: str, iterations: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--envs", nargs="+", default=["h1", "jvrc_walk", "jvrc_step"])
+    shipped = sorted(p.name for p in (Path(__file__).parent.parent / "pretrained").iterdir() if p.is_dir())
+    ap.add_argument("--envs", nargs="+", default=shipped, help=f"default: {' '.join(shipped)}")
     ap.add_argument("--steps", type=int, default=400, help="steps per env per iteration (default: 400)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--envs-per-worker", type=int, default=1, help="envs per logical worker (12 workers; default: 1)")

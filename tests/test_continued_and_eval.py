@@ -60,9 +60,13 @@ def test_eval_video_renders_offscreen_to_mp4(trained_run, tmp_path):
         (["--episodes", "10000000"], "--episodes: from 1 to 10000"),
         (["--seed", "-1"], "--seed: from 0 to 4294967295"),
         (["--max-steps", "99999999999999999999999"], "--max-steps: from 1 to 10000000"),
-        (["--video", "episode.avi"], "name an .mp4 file"),
+        (["--video", "episode.avi"], "name a .mp4 file"),
         (["--video", "clips.mp4"], "is a folder"),
         (["--video", "/proc/episode.mp4"], "cannot write in /proc"),
+        (["--filmstrip", "strip.jpg"], "--filmstrip strip.jpg: name a .png file"),
+        (["--frames", "0"], "--frames: from 1 to 100"),
+        (["--mode", "forward", "--vx", "0.3"], "--mode: cartpole takes no velocity command (a NAME_walk env does)"),
+        (["--plan", "curved"], "--plan: cartpole follows no footstep plans (a NAME_step env does)"),
     ],
 )
 def test_eval_refuses_bad_flags_before_any_episode(trained_run, tmp_path, args, says):

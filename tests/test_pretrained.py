@@ -1,44 +1,69 @@
-"""The shipped policies still play: a change that breaks a task or the checkpoint format is caught here."""
+"""The shipped policies still do what they were shipped for: a change that breaks a task, a robot file or
+the checkpoint format is caught here (short versions of the behaviour checks; the full ones: benchmarks/)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from ppolab.ppo import behaviour
 
 PRETRAINED = REPO / "pretrained"
+SHIPPED = sorted(p.name for p in PRETRAINED.iterdir() if p.is_dir())
+WALKERS = [name for name in SHIPPED if name.endswith("_walk")]
 
 
-def test_the_shipped_jvrc_walk_policy_stays_up_and_moves_forward():
-    """Three seconds at 0.3 m/s from the evaluation start states: every env up, every env forward."""
-    result = behaviour.walk(Path(PRETRAINED / "jvrc_walk"), speed=0.3, seconds=3.0, n=4)
-    assert result["still_up"] == 4
-    assert result["min_distance_share"] >= 0.25, result  # at least a quarter of the commanded 0.9 m, each env
-    assert result["min_touchdowns"] >= 1 and result["alternating"] >= 0.5, result  # steps, not a slide
+@pytest.mark.parametrize("name", WALKERS)
+def test_a_shipped_walker_walks_straight_from_a_start_state_training_never_used(name):
+    """Five seconds forward at the middle of its speed range: every env up, moving forward, holding its heading."""
+    env = behaviour.load_actor(PRETRAINED / name)[1]["env_config"]
+    lo, hi = env["forward_speed"]
+    result = behaviour._straight_at(PRETRAINED / name, (lo + hi) / 2, seconds=5.0, n=4, slot=9)
+    assert result["still_up"] == 4, result
+    assert result["speed_share"][0] >= 0.5, result  # at least half the commanded distance, each env
+    assert result["max_heading_drift_deg_per_10s"] <= 10.0 and result["max_sideways_share"] <= 0.2, result
+
+
+@pytest.mark.parametrize("name", WALKERS)
+def test_a_shipped_walker_stands_still_when_told_to(name):
+    result = behaviour.stand(PRETRAINED / name, seconds=3.0, n=4)
+    assert result["still_up"] == 4 and result["max_drift_m"] < 0.15, result
 
 
 def test_the_shipped_h1_policy_stands_under_pushes():
     """Three seconds with the env's pushes, masses and friction randomised: every env stays up."""
-    result = behaviour.push(Path(PRETRAINED / "h1"), seconds=3.0, n=4)
+    result = behaviour.push(PRETRAINED / "h1", seconds=3.0, n=4)
     assert result["still_up"] == 4, result
 
 
-def test_the_shipped_jvrc_step_policy_follows_forward_and_lateral_footsteps():
-    """Three seconds on a forward and on a lateral plan: every env up and past its first targets (a policy
-    that steps in place stays at the first one or two)."""
-    result = behaviour.footsteps(Path(PRETRAINED / "jvrc_step"), steps=120, n=4)
-    assert result["still_up"] == 4
-    assert min(result["targets_hit"]) >= 3, result
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n.endswith("_step")])
+def test_a_shipped_stepper_follows_every_kind_of_footstep_plan(name):
+    """Three seconds on each plan type: every env up and past its first targets (a policy that steps in place
+    stays at the first one or two)."""
+    result = behaviour.footsteps(PRETRAINED / name, steps=120, n=2)
+    for plan, r in result["plans"].items():
+        assert r["still_up"] == 2, (plan, r)
+        assert min(r["targets_hit"]) >= 3, (plan, r)
 
 
-def test_every_shipped_policy_carries_its_env_settings_in_full():
-    """So that a later change of an env's defaults does not change a shipped policy."""
+def test_every_shipped_policy_carries_its_env_settings_in_full_and_is_small():
+    """So that a later change of an env's defaults does not change a shipped policy; and a clone stays light."""
     import yaml
 
     from ppolab.ppo.checkpoint import load
 
-    for folder in sorted(p for p in PRETRAINED.iterdir() if p.is_dir()):
+    for folder in (PRETRAINED / name for name in SHIPPED):
         meta = load(folder / "actor.pt")["meta"]
         assert meta["env_config"] == yaml.safe_load((folder / "env.yaml").read_text()), folder.name
+        assert (folder / "actor.pt").stat().st_size < 2_000_000, folder.name
+        assert (folder / "checks.json").is_file(), folder.name
+
+
+def test_the_checks_start_from_states_training_s_evaluation_never_uses():
+    from ppolab.ppo.rollout import CHECK_STREAM, EVAL_STREAM, TRAIN_STREAM
+
+    assert CHECK_STREAM not in (EVAL_STREAM, TRAIN_STREAM)
+    env, _ = behaviour._start(Path(PRETRAINED / WALKERS[0]), 4)
+    assert env.cfg.init_yaw == (-3.141592653589793, 3.141592653589793) and env.cfg.init_joint_noise >= 0.02

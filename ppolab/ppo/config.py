@@ -101,9 +101,16 @@ class TrainConfig(BaseModel):
                 merged["minibatch_size"] = min(merged["minibatch_size"], size[0] * size[1] * size[2])
         return merged
 
+    @field_validator("env")
+    @classmethod
+    def _known_env(cls, v: str) -> str:
+        if v not in ENVS and not v.endswith(("_walk", "_stand", "_step")):
+            raise ValueError(f"unknown env {v!r}; choose one of: {', '.join(env_names())}")
+        return v
+
     @model_validator(mode="after")
-    def _known_env(self) -> TrainConfig:
-        """A shipped env, or a task of the robot file given with --robot (read here: a mistake is one line)."""
+    def _robot_env(self) -> TrainConfig:
+        """A task of the robot file given with --robot (read here: a mistake is one line), or a shipped env."""
         if self.robot is not None:
             from ppolab.envs import register_robot, robot_file
 
@@ -112,10 +119,10 @@ class TrainConfig(BaseModel):
                 register_robot(file)
             tasks = [f"{file.name}_{t}" for t in ("walk", "stand", "step")]
             if self.env not in tasks:
-                raise ValueError(f"--env {self.env}: the robot file {self.robot} gives {', '.join(tasks)}")
+                raise ValueError(f"--env: {self.env}: the robot file {self.robot} gives {', '.join(tasks)}")
         elif self.env not in ENVS:
-            hint = "; a robot of your own: --robot FILE" if self.env.endswith(("_walk", "_stand", "_step")) else ""
-            raise ValueError(f"unknown env {self.env!r}; choose one of: {', '.join(env_names())}{hint}")
+            raise ValueError(f"--env: unknown env {self.env!r}; choose one of: {', '.join(env_names())}; "
+                             "a robot of your own: --robot FILE")  # fmt: skip
         return self
 
     @field_validator("run_name")
