@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO, TINY, run_ppolab
 
 CASES = {
-    "unknown env": (["train", "--env", "pendulum"], "--env: unknown env 'pendulum'; choose one of: berkeley_stand, berkeley_step"),
+    "unknown env": (["train", "--env", "pendulum"], "--env: unknown env 'pendulum'; choose one of: berkeley_stand"),
     "negative lr": (["train", "--env", "cartpole", "--lr", "-0.1"], "--lr: Input should be greater than 0"),
     "not a number": (["train", "--env", "cartpole", "--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
     "minibatch larger than batch": (

@@ -37,12 +37,12 @@ class WalkRewards(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    foot_force: float = 0.2
-    foot_velocity: float = 0.2
+    foot_force: float = 0.175
+    foot_velocity: float = 0.175
     root_accel: float = 0.05
     height: float = 0.05
     velocity: float = 0.1
-    velocity_fine: float = 0.1
+    velocity_fine: float = 0.15
     yaw_rate: float = 0.075
     heading: float = 0.075
     upper_body: float = 0.05

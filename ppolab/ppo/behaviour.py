@@ -2,9 +2,9 @@
 
 Episode returns say little about a gait: a policy can earn much of the walking reward
 standing still. These checks hold a command fixed and measure what a person would look
-at in a video. They start from states training's evaluation never uses (their own random
-stream, a random heading, noise on the leg angles) and run for horizons longer than
-training's episodes, with the policy's mean action.
+at in a video. They start from states training never begins from (their own random
+stream, a random heading, 1.5 times training's noise on the leg angles, at least 0.02 rad)
+and run for horizons longer than training's episodes, with the policy's mean action.
 
 - walk (NAME_walk): forward at 75% of the command range's top speed for 10 s: every env stays
   up, covers at least 80% of the commanded distance, and each foot touches down on at least 80%
@@ -36,7 +36,7 @@ from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import CHECK_STREAM, slot_rng
 from ppolab.ppo.sampling_policy import SamplingPolicy
 
-START_NOISE = 0.02  # rad on each leg angle at the start: a state training's evaluation never begins from
+START_NOISE = 0.02  # rad on each leg angle at the start, at least (1.5 x training's): states training never began from
 DRIFT_DEG = 5.0
 
 
@@ -46,7 +46,7 @@ def _start(path: Path, n: int, overrides: dict | None = None, stream_slot: int =
     cfg = {**(meta.get("env_config") or {}), **(overrides or {})}
     env = make_env(meta["env"], n, cfg)
     if "init_yaw" in env.cfg.model_fields:
-        noise = max(env.cfg.init_joint_noise, START_NOISE)
+        noise = max(1.5 * env.cfg.init_joint_noise, START_NOISE)
         env = make_env(meta["env"], n, {**cfg, "init_yaw": (-math.pi, math.pi), "init_joint_noise": noise})
     for i in range(n):
         env.reset_one(i, slot_rng(0, CHECK_STREAM, stream_slot, i))
