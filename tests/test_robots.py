@@ -99,3 +99,23 @@ def test_a_robot_file_needs_its_env_named_and_an_unknown_robot_env_says_how(tmp_
     proc = run_ppolab("train", "--env", "h1_walk", "--robot", str(APOLLO), "--logdir", str(tmp_path))
     assert proc.returncode == 2 and "gives apollo_walk, apollo_stand, apollo_step" in proc.stderr, proc.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_robot_file_beside_its_own_mjcf_and_feet_given_as_sites(tmp_path):
+    """A user's MJCF (here a copy of Menagerie's Berkeley Humanoid) next to the robot file, found wherever the
+    command runs from; the feet given as the model's sites."""
+    import shutil
+
+    src = robot_file.shipped_robot("berkeley").model_path().parent
+    shutil.copytree(src, tmp_path / "model")
+    data = yaml.safe_load((robot_file.SHIPPED / "berkeley.yaml").read_text())
+    data["name"] = "mybot"
+    data["model"] = {"path": "model/berkeley_humanoid.xml"}
+    data["feet"] = {"right": {"site": "LR_FOOT"}, "left": {"site": "LL_FOOT"}}
+    path = tmp_path / "mybot.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    proc = run_ppolab("robots", "check", str(path), "--json", "--no-picture", cwd=REPO / "tests")
+    assert proc.returncode in (0, 1), proc.stderr  # built and checked (exit 1 names a failed check)
+    result = json.loads(proc.stdout)
+    assert result["model"] == str(tmp_path / "model" / "berkeley_humanoid.xml")
+    assert result["mirror_twice_identity"] and result["nominal_mirrors_to_itself"] and result["legs"] == 12

@@ -13,8 +13,9 @@ import copy
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, ValidationError, create_model
+from pydantic import Field, ValidationError, create_model, model_validator
 
+from ppolab.envs.gait_clock import check_half_cycle
 from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, roll_pitch
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_model import BuildParams, Robot, load
@@ -37,6 +38,19 @@ class RobotTaskConfig(HumanoidConfig):
     def heights(self, nominal: float) -> tuple[float, tuple[float, float]]:
         goal = self.goal_height or nominal
         return goal, tuple(self.height_range or (0.75 * goal, 1.75 * goal))
+
+
+class ClockedConfig(RobotTaskConfig):
+    """A task on LHW's gait clock (walking, stepping): one cycle is right swing, double support, left swing,
+    double support. The default is a 1.1 s cycle (LHW's JVRC: 2.2 s, which caps the speed a policy reaches)."""
+
+    swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings (LHW's JVRC: 0.75)")
+    stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW's JVRC: 0.35)")
+
+    @model_validator(mode="after")
+    def _mirrored_halves(self) -> ClockedConfig:
+        check_half_cycle(self.swing_duration, self.stance_duration, self.control_dt)
+        return self
 
 
 def robot_defaults(robot: RobotFile, task: str) -> dict[str, Any]:
@@ -124,6 +138,15 @@ class RobotTask:
             out[name] = slice(start, start + size)
             start += size
         return out
+
+    def observation_layout(self, extra: list[tuple[str, int]]) -> dict[str, slice]:
+        """Named slices of the whole observation: the robot state, then the task's own entries."""
+        layout = self.proprioception_layout()
+        start = layout[next(reversed(layout))].stop
+        for name, size in extra:
+            layout[name] = slice(start, start + size)
+            start += size
+        return layout
 
     def proprioception(self) -> np.ndarray:
         b, lay = self.batch, self.batch.layout

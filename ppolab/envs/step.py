@@ -21,12 +21,12 @@ Observation: the robot state, the clock (sin, cos), and the next two targets in 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.gait_clock import check_half_cycle, clock_score, clock_tables
+from ppolab.envs.gait_clock import clock_score, clock_tables
 from ppolab.envs.humanoid import Range, Weights5, yaw
 from ppolab.envs.robot_model import STAIR_HALF
-from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
+from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
@@ -45,13 +45,11 @@ class StepRewards(BaseModel):
     upper_body: float = 0.05
 
 
-class StepConfig(RobotTaskConfig):
+class StepConfig(ClockedConfig):
     """LHW's stepping task on the walking task's 1.1 s clock. On LHW's 2.2 s clock, with a target held one
     swing (0.75 s, 30 frames) before the next follows, 400 steps reach at most 13 of a plan's 20 targets and
     about 9 in stride: the footstep check's 80% could not be met (benchmarks/README.md)."""
 
-    swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings, and a target is held (LHW: 0.75)")
-    stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW: 0.35)")
     plan_probs: Weights5 = Field(
         (0.3, 0.2, 0.3, 0.15, 0.05), description="forward, backward, lateral, curved, standing"
     )
@@ -66,11 +64,6 @@ class StepConfig(RobotTaskConfig):
     stair_ramp_start: int = Field(3000, ge=0, description="iteration from which stairs start to rise")
     stair_ramp_iterations: int = Field(8000, gt=0)
     rewards: StepRewards = StepRewards()
-
-    @model_validator(mode="after")
-    def _mirrored_halves(self) -> StepConfig:
-        check_half_cycle(self.swing_duration, self.stance_duration, self.control_dt)
-        return self
 
 
 class StepTask(RobotTask):
@@ -93,12 +86,8 @@ class StepTask(RobotTask):
         self.reached = np.zeros(n, dtype=int)  # frames a sole has stayed within the radius of the target
         self.phase = np.zeros(n, dtype=int)
         self.iteration = 0
-        self.layout = {**self.proprioception_layout()}
-        start = self.layout[next(reversed(self.layout))].stop
-        for name, size in (("clock", 2), ("targets", 8)):
-            self.layout[name] = slice(start, start + size)
-            start += size
-        self.obs_dim, self.act_dim = start, self.n_legs
+        self.layout = self.observation_layout([("clock", 2), ("targets", 8)])
+        self.obs_dim, self.act_dim = self.layout["targets"].stop, self.n_legs
         # clock half a cycle on; dy and dyaw of both targets flip
         self.symmetry = self.mirrored(list(range(10)), [-1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
 

@@ -21,11 +21,11 @@ the mode one-hot (standing, in place, forward) and the command (yaw rate, vx, vy
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.gait_clock import check_half_cycle, clock_score, clock_tables
+from ppolab.envs.gait_clock import clock_score, clock_tables
 from ppolab.envs.humanoid import Range, Weights3, yaw
-from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
+from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
 MODES = ("standing", "in_place", "forward")
@@ -51,12 +51,9 @@ class WalkRewards(BaseModel):
     action_change: float = 0.025
 
 
-class WalkConfig(RobotTaskConfig):
+class WalkConfig(ClockedConfig):
     """LHW's walking task on a 1.1 s gait cycle (0.4 s swing, 0.15 s double support; LHW's JVRC: 2.2 s),
     with a heading reference. A robot file's `tasks: walk:` changes any of it."""
-
-    swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings (LHW's JVRC: 0.75)")
-    stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW's JVRC: 0.35)")
     mode_probs: Weights3 = Field((0.4, 0.2, 0.4), description="standing, in place, forward at the start")
     forward_speed: Range = Field((0.1, 0.4), description="m/s of the forward mode")
     lateral_speed: Range = Field((0.0, 0.0), description="m/s sideways in the forward mode")
@@ -71,11 +68,6 @@ class WalkConfig(RobotTaskConfig):
     heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
     velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale")
     rewards: WalkRewards = WalkRewards()
-
-    @model_validator(mode="after")
-    def _mirrored_halves(self) -> WalkConfig:
-        check_half_cycle(self.swing_duration, self.stance_duration, self.control_dt)
-        return self
 
 
 class WalkTask(RobotTask):
@@ -99,12 +91,8 @@ class WalkTask(RobotTask):
         self.v_avg = np.zeros((n, 2))  # body-frame velocity, averaged
         self.prev_torque = np.zeros((n, self.n_legs))
         self.held = False  # a fixed command (the behaviour checks, videos): no random switches
-        self.layout = {**self.proprioception_layout()}
-        start = self.layout[next(reversed(self.layout))].stop
-        for name, size in (("clock", 2), ("mode", 3), ("command", 3)):
-            self.layout[name] = slice(start, start + size)
-            start += size
-        self.obs_dim, self.act_dim = start, self.n_legs
+        self.layout = self.observation_layout([("clock", 2), ("mode", 3), ("command", 3)])
+        self.obs_dim, self.act_dim = self.layout["command"].stop, self.n_legs
         self.symmetry = self.mirrored(list(range(8)), [-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
 
     # -- commands ---------------------------------------------------------------
