@@ -119,3 +119,14 @@ def test_a_robot_file_beside_its_own_mjcf_and_feet_given_as_sites(tmp_path):
     result = json.loads(proc.stdout)
     assert result["model"] == str(tmp_path / "model" / "berkeley_humanoid.xml")
     assert result["mirror_twice_identity"] and result["nominal_mirrors_to_itself"] and result["legs"] == 12
+
+
+def test_the_check_never_replaces_a_file_that_is_not_its_picture(tmp_path):
+    mine = tmp_path / "g1.png"
+    mine.write_text("my notes")
+    link = tmp_path / "link.png"
+    link.symlink_to(tmp_path / "elsewhere.png")
+    for picture, says in ((mine, "exists and is not a PNG"), (link, "is a symlink")):
+        proc = run_ppolab("robots", "check", "g1", "--picture", str(picture))
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert mine.read_text() == "my notes" and not (tmp_path / "elsewhere.png").exists()

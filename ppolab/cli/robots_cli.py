@@ -44,10 +44,7 @@ def run_robots(ns: argparse.Namespace) -> int:
     file = robot_file.read(ns.file)
     picture = None if ns.no_picture else Path(ns.picture or _default_picture(ns.file, file))
     if picture is not None:
-        if picture.suffix.lower() != ".png":
-            raise UserError(f"--picture {picture}: name a .png file")
-        if not picture.parent.is_dir():
-            raise UserError(f"--picture {picture}: no folder {picture.parent}")
+        _check_picture(picture)
     from ppolab.envs.robot_check import check
 
     result = check(file, picture)
@@ -61,6 +58,24 @@ def run_robots(ns: argparse.Namespace) -> int:
 def _default_picture(arg: str, file) -> Path:
     path = Path(arg)
     return path.with_suffix(".png") if path.suffix in (".yaml", ".yml") else Path(f"{file.name}.png")
+
+
+def _check_picture(picture: Path) -> None:
+    """A PNG path in an existing folder; an existing file there is replaced only if it is a PNG (an earlier
+    check's picture), never through a symlink."""
+    if picture.suffix.lower() != ".png":
+        raise UserError(f"--picture {picture}: name a .png file")
+    if not picture.parent.is_dir():
+        raise UserError(f"--picture {picture}: no folder {picture.parent}")
+    if picture.is_symlink():
+        raise UserError(f"--picture {picture}: is a symlink; name another file or give --no-picture")
+    if picture.exists():
+        try:
+            ours = picture.is_file() and picture.open("rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        except OSError:
+            ours = False
+        if not ours:
+            raise UserError(f"--picture {picture}: exists and is not a PNG; name another file or give --no-picture")
 
 
 def _list() -> int:
