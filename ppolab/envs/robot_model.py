@@ -39,10 +39,6 @@ def first_match(table: dict[str, float], joint: str) -> float | None:
     return next((v for part, v in table.items() if part in joint), None)
 
 
-def unused_parts(table: dict[str, float], joints: list[str]) -> list[str]:
-    return [part for part in table if not any(part in name for name in joints)]
-
-
 @dataclass(frozen=True)
 class BuildParams:
     """Everything a model depends on besides the robot file: the task's physics settings."""
