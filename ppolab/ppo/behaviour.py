@@ -45,7 +45,7 @@ def _start(path: Path, n: int, overrides: dict | None = None, stream_slot: int =
     actor, meta = load_actor(path)
     cfg = {**(meta.get("env_config") or {}), **(overrides or {})}
     env = make_env(meta["env"], n, cfg)
-    if "init_yaw" in env.cfg.model_fields:
+    if "init_yaw" in type(env.cfg).model_fields:
         noise = max(1.5 * env.cfg.init_joint_noise, START_NOISE)
         env = make_env(meta["env"], n, {**cfg, "init_yaw": (-math.pi, math.pi), "init_joint_noise": noise})
     for i in range(n):
