@@ -463,3 +463,23 @@ def test_a_gain_for_no_joint_of_h1_is_refused_before_the_run_folder(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith(f"ppolab train: error: {bad}: kp: 'hiip' is part of no joint's name; the joints: ")
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("name", ["op3_walk", "h1"])
+def test_self_contact_and_torques_agree_with_mujoco_s_own_arrays(name):
+    """The batch reads self-contact and the leg torques from sensors (one copy per env): they must say what
+    MuJoCo's contact list and actuator forces say, falls and tangled legs included."""
+    env = make_env(name, 3)
+    b, rng = env.batch, np.random.default_rng(1)
+    for i in range(3):
+        env.reset_one(i, rng)
+    seen = 0
+    for _ in range(150):  # no resets: fallen robots lie on the floor, limbs tangled
+        env.step(rng.normal(0.0, 1.5, (3, env.act_dim)))
+        for i, d in enumerate(b.datas):
+            bodies = env.model.geom_bodyid[d.contact.geom[: d.ncon]].reshape(-1, 2)
+            robot_robot = bool(((bodies[:, 0] != 0) & (bodies[:, 1] != 0)).any())
+            assert b.self_contact[i] == robot_robot
+            seen += robot_robot
+            np.testing.assert_array_equal(b.torque[i], d.actuator_force[b.layout.leg_act])
+    assert seen > 0, "no self-contact happened: the test tried nothing"

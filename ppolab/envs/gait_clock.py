@@ -44,6 +44,12 @@ def clock_tables(swing: float, stance: float, control_dt: float, relax: float = 
     return np.clip(table, -1.0, 1.0), double_support
 
 
+def clock_observation(period: int) -> np.ndarray:
+    """(period, 2): what the policy observes of the clock at each phase, sin and cos of its angle."""
+    angle = 2 * np.pi * np.arange(period) / period
+    return np.stack([np.sin(angle), np.cos(angle)], axis=1)
+
+
 def check_half_cycle(swing: float, stance: float, control_dt: float) -> None:
     """The mirror maps a gait state to the one half a cycle on: a half cycle must be whole control steps."""
     steps = (swing + stance) / control_dt
@@ -57,4 +63,4 @@ def check_half_cycle(swing: float, stance: float, control_dt: float) -> None:
 def clock_score(clock: np.ndarray, value: np.ndarray) -> np.ndarray:
     """tan(pi/4 * clock * (2 value - 1)), averaged over the feet: +1 when each foot's normalised value
     in [0, 1] is what its clock in [-1, 1] asks for, -1 when it is the opposite, 0 for a clock at 0."""
-    return np.mean(np.tan(np.pi / 4 * clock * (2.0 * value - 1.0)), axis=1)
+    return np.tan((np.pi / 4) * clock * (2.0 * value - 1.0)).sum(1) * (1.0 / clock.shape[1])

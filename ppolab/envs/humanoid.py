@@ -32,6 +32,8 @@ from pydantic import (
     model_validator,
 )
 
+from ppolab.envs.robot_model import SELF_CONTACT, TORQUE
+
 
 def _ordered(v: tuple[float, float]) -> tuple[float, float]:
     if v[0] > v[1]:
@@ -163,6 +165,11 @@ def yaw(quat: np.ndarray) -> np.ndarray:
     return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
+def wrap_angle(angle: np.ndarray) -> np.ndarray:
+    """Angles wrapped into [-pi, pi)."""
+    return (angle + np.pi) % (2 * np.pi) - np.pi
+
+
 @dataclass
 class RobotLayout:
     """Indices into a humanoid model, resolved once by name."""
@@ -175,10 +182,15 @@ class RobotLayout:
     root_body: int
     upper_body: int  # the body whose orientation "upright" rewards
     torque_limit: np.ndarray  # per leg joint (0 where unclamped)
+    torque_sensors: slice  # sensordata of the leg servos' forces, in leg order
+    contact_sensor: int  # sensordata: contacts between two parts of the robot found (0 or 1)
 
     @classmethod
     def resolve(cls, model: mujoco.MjModel, legs: list[str], root: str, upper: str) -> RobotLayout:
         jnt = [model.joint(n) for n in legs]
+        torque = np.array([model.sensor_adr[model.sensor(TORQUE + n).id] for n in legs])
+        if not np.array_equal(torque, np.arange(torque[0], torque[0] + len(legs))):
+            raise ValueError("the leg torque sensors are not one block in leg order")
         return cls(
             leg_joints=legs,
             leg_qpos=np.array([j.qposadr[0] for j in jnt]),
@@ -188,6 +200,8 @@ class RobotLayout:
             root_body=model.body(root).id,
             upper_body=model.body(upper).id,
             torque_limit=np.array([model.actuator(n).forcerange[1] for n in legs]),
+            torque_sensors=slice(int(torque[0]), int(torque[0]) + len(legs)),
+            contact_sensor=int(model.sensor_adr[model.sensor(SELF_CONTACT).id]),
         )
 
 
@@ -239,11 +253,8 @@ class HumanoidBatch:
         n = num_envs
         self.qpos = np.zeros((n, model.nq))
         self.qvel = np.zeros((n, model.nv))
-        self.torque = np.zeros((n, len(layout.leg_joints)))
         self.upper_z = np.zeros(n)  # z component of the upper body's up axis (1 = upright)
-        self.self_contact = np.zeros(n, dtype=bool)
-        self.geom_body = model.geom_bodyid.copy()
-        self.sensors = np.zeros((n, model.nsensordata))
+        self.sensors = np.zeros((n, model.nsensordata))  # the task's sensors, leg torques and self-contact
         self.root_acc = np.zeros((n, 3))  # linear acceleration of the free joint (qacc[0:3])
         self._act_qpos = np.array([model.jnt_qposadr[model.actuator_trnid[a, 0]] for a in range(model.nu)])
         randomised = np.concatenate([[layout.root_body], layout.leg_bodies])
@@ -255,9 +266,18 @@ class HumanoidBatch:
             slice(int(act[0]), int(act[-1]) + 1) if np.array_equal(act, np.arange(act[0], act[-1] + 1)) else act
         )
         self._views = [
-            (d, d.ctrl, d.qpos, d.qvel, d.actuator_force, d.xmat[layout.upper_body], d.sensordata, d.qacc)
-            for d in self.datas
-        ]  # task sensors (foot touch, foot velocity), computed in C
+            (d, d.ctrl, d.qpos, d.qvel, d.sensordata, d.qacc[0:3], d.xmat[layout.upper_body, 8:9]) for d in self.datas
+        ]
+
+    @property
+    def torque(self) -> np.ndarray:
+        """(n, legs) the leg servos' forces after the last step (a view: copy it to keep it past the next step)."""
+        return self.sensors[:, self.layout.torque_sensors]
+
+    @property
+    def self_contact(self) -> np.ndarray:
+        """(n,) bool: two parts of the robot touch (a contact whose geoms are both the robot's)."""
+        return self.sensors[:, self.layout.contact_sensor] > 0
 
     # -- resets ---------------------------------------------------------------
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
@@ -319,16 +339,17 @@ class HumanoidBatch:
         during = r.enabled and (r.perturbation.enabled or r.redraw_interval is not None)
         push_steps = max(1, round(r.push_duration / cfg.control_dt))
         p_start = cfg.control_dt / r.push_interval
-        step, legs = mujoco.mj_step, self._legs
+        step, legs, views = mujoco.mj_step, self._legs, self._views
+        qpos, qvel, sensors, acc, upper = self.qpos, self.qvel, self.sensors, self.root_acc, self.upper_z
         for i, m in enumerate(self.models):
-            d, ctrl = self._views[i][:2]
+            d, ctrl, q, v, s, acc_i, z = views[i]
             ctrl[legs] = targets[i]
             if push_on:
                 self._update_push(i, d, p_start, push_steps, r.push_force)
             if during:
                 self._during_episode(i, d)
             step(m, d, k)
-            self._gather(i)
+            qpos[i], qvel[i], sensors[i], acc[i], upper[i] = q, v, s, acc_i, z[0]  # _gather's copies, inlined
         self.prev_action = smoothed
         self.prev_raw = a
         return smoothed
@@ -357,19 +378,9 @@ class HumanoidBatch:
             self.push_left[i] = steps
 
     def _gather(self, i: int) -> None:
-        d, _, qpos, qvel, force, upper, sensors, qacc = self._views[i]
-        self.qpos[i] = qpos
-        self.root_acc[i] = qacc[0:3]
-        self.qvel[i] = qvel
-        self.torque[i] = force[self._legs]
-        self.upper_z[i] = upper[8]
-        self.sensors[i] = sensors
-        n = d.ncon
-        if n:  # a contact between two geoms of the robot (not of the world: floor, stairs) is a self-collision
-            body = self.geom_body[d.contact.geom[:n]]
-            self.self_contact[i] = bool(((body[:, 0] != 0) & (body[:, 1] != 0)).any())
-        else:
-            self.self_contact[i] = False
+        """Env i's state into the batch arrays (the step loop does the same, inlined)."""
+        _, _, q, v, s, acc, z = self._views[i]
+        self.qpos[i], self.qvel[i], self.sensors[i], self.root_acc[i], self.upper_z[i] = q, v, s, acc, z[0]
 
     # -- observations -----------------------------------------------------------
     def noisy(self, obs: np.ndarray, groups: dict[str, slice] | None = None) -> np.ndarray:
@@ -380,7 +391,13 @@ class HumanoidBatch:
             half = np.zeros(obs.shape[1])
             for name, width in noise.items():
                 half[(groups or {}).get(name, slice(0, 0))] = width
-            obs = obs + np.stack([rng.uniform(-half, half) for rng in self.rngs])
+            u = np.empty(obs.shape)
+            for rng, row in zip(self.rngs, u):  # each env's own generator, into its row: no per-env arrays
+                rng.random(out=row)
+            obs = obs + (2.0 * u - 1.0) * half
         elif noise > 0:
-            obs = obs + np.stack([rng.normal(0.0, noise, size=obs.shape[1]) for rng in self.rngs])
+            z = np.empty(obs.shape)
+            for rng, row in zip(self.rngs, z):
+                rng.standard_normal(out=row)
+            obs = obs + noise * z
         return obs.astype(np.float32)

@@ -7,7 +7,8 @@ apply the file's armature and damping; add its extra collision shapes; put PD po
 servos on the legs (then on held joints), torque-clamped as the file says; compile once
 to measure each foot's collision shapes at the nominal pose, then add the sole and
 touch sites, the head site and the named sensors (touch, sole velocity and position,
-head position) and the video scene, and compile again.
+head position, leg torques, self-contact) and the video scene, and compile again. Everything
+a step reads per env is then in qpos, qvel and sensordata: three copies, no contact loop in Python.
 
 Compiled models are cached (`model_cache`): the build runs once per set of inputs.
 """
@@ -32,6 +33,8 @@ ROBOT_BIT = 2  # collision bit of robot-robot contacts added here; the floor use
 TOUCH_MARGIN = (0.005, 0.005, 0.01)  # the touch box around a sole's collision shapes, m
 NOMINAL = "nominal:"  # numerics of a built model: each joint's nominal angle
 STAIR_HALF = (0.15, 0.6, 0.5)  # box half-sizes of one stair tread, m
+TORQUE = "torque:"  # sensors of a built model: each leg servo's force
+SELF_CONTACT = "self_contact"  # sensor: the number of contacts between two parts of the robot (0 or 1)
 
 
 def first_match(table: dict[str, float], joint: str) -> float | None:
@@ -397,6 +400,12 @@ def _add_sensors(robot: RobotFile, spec: mujoco.MjSpec, model: mujoco.MjModel, n
     for side in ("right", "left"):
         spec.add_sensor(name=f"{side}_sole_pos", type=S.mjSENS_FRAMEPOS, objtype=SITE, objname=site_of[side])
     spec.add_sensor(name="head_pos", type=S.mjSENS_FRAMEPOS, objtype=SITE, objname="head")
+    for joint in robot.legs:  # each leg servo's force: read with the rest of sensordata, no second copy per env
+        spec.add_sensor(name=f"{TORQUE}{joint}", type=S.mjSENS_ACTUATORFRC, objtype=mujoco.mjtObj.mjOBJ_ACTUATOR,
+                        objname=joint)  # fmt: skip
+    body = mujoco.mjtObj.mjOBJ_XBODY  # contacts with both geoms in the robot's tree (found: 1, nearest, 1 of them)
+    spec.add_sensor(name=SELF_CONTACT, type=S.mjSENS_CONTACT, objtype=body, objname=robot.root, reftype=body,
+                    refname=robot.root, intprm=[1, 1, 1])  # fmt: skip
     soles = [_foot_frame(robot, model, data, side)[1][2] for side in ("right", "left")]
     return float(data.xpos[model.body(robot.root).id][2] - min(soles))  # the root's standing height
 

@@ -23,13 +23,20 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.gait_clock import clock_score, clock_tables
-from ppolab.envs.humanoid import Range, Weights5, yaw
+from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
+from ppolab.envs.humanoid import Range, Weights5, wrap_angle, yaw
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
+TWO = np.arange(2)
+
+
+def nearest_sole(feet: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """(n,) distance from each env's (3,) point to the nearer of its two soles (n, 2, 3)."""
+    d = feet - point[:, None, :]
+    return np.sqrt((d * d).sum(2).min(axis=1))
 
 
 class StepRewards(BaseModel):
@@ -86,6 +93,8 @@ class StepTask(RobotTask):
         self.reached = np.zeros(n, dtype=int)  # frames a sole has stayed within the radius of the target
         self.phase = np.zeros(n, dtype=int)
         self.iteration = 0
+        self.clock_obs = clock_observation(self.period)
+        self._rows = np.arange(n)
         self.layout = self.observation_layout([("clock", 2), ("targets", 8)])
         self.obs_dim, self.act_dim = self.layout["targets"].stop, self.n_legs
         # clock half a cycle on; dy and dyaw of both targets flip
@@ -163,21 +172,17 @@ class StepTask(RobotTask):
         """The next two targets (x, y, z, yaw) relative to the root's position and heading; zeros when standing."""
         b = self.batch
         heading = yaw(b.qpos[:, 3:7])[:, None]
-        k = np.minimum(self.target[:, None] + np.arange(2), N_STEPS - 1)
-        t = self.plan[np.arange(self.num_envs)[:, None], k]  # (n, 2, 4)
-        dx, dy = t[..., 0] - b.qpos[:, 0:1], t[..., 1] - b.qpos[:, 1:2]
+        k = np.minimum(self.target[:, None] + TWO, N_STEPS - 1)
+        t = self.plan[self._rows[:, None], k]  # (n, 2, 4)
+        d = t[..., :3] - b.qpos[:, None, :3]
         cos, sin = np.cos(heading), np.sin(heading)
-        dyaw = np.angle(np.exp(1j * (t[..., 3] - heading)))
-        out = np.stack([cos * dx + sin * dy, -sin * dx + cos * dy, t[..., 2] - b.qpos[:, 2:3], dyaw], axis=2)
+        out = np.stack([cos * d[..., 0] + sin * d[..., 1], cos * d[..., 1] - sin * d[..., 0], d[..., 2],
+                        wrap_angle(t[..., 3] - heading)], axis=2)  # fmt: skip
         standing = self.kind == PLANS.index("standing")
         return np.where(standing[:, None], 0.0, out.reshape(self.num_envs, 8))
 
     def observe(self) -> np.ndarray:
-        clock = 2 * np.pi * self.phase / self.period
-        obs = np.concatenate(
-            [self.proprioception(), np.sin(clock)[:, None], np.cos(clock)[:, None], self._targets_in_root_frame()],
-            axis=1,
-        )
+        obs = np.concatenate([self.proprioception(), self.clock_obs[self.phase], self._targets_in_root_frame()], axis=1)
         return self.batch.noisy(obs, self.layout)
 
     def ground_height(self) -> np.ndarray:
@@ -198,14 +203,13 @@ class StepTask(RobotTask):
         b, w = self.batch, self.cfg.rewards
         b.apply(action)
         self.phase = (self.phase + 1) % self.period
-        rows = np.arange(self.num_envs)
+        rows = self._rows
         feet = self.sole_positions()
-        dist = np.linalg.norm(feet - self.plan[rows, self.target, None, :3], axis=2).min(axis=1)
-        inside = self._advance_targets(dist)
+        inside = self._advance_targets(nearest_sole(feet, self.plan[rows, self.target, :3]))
         t1, t2 = self.plan[rows, self.target], self.plan[rows, np.minimum(self.target + 1, N_STEPS - 1)]
-        dist = np.linalg.norm(feet - t1[:, None, :3], axis=2).min(axis=1)
-        hit = np.where(inside, np.exp(-dist / 0.25), 0.0)
-        progress = np.exp(-np.linalg.norm(b.qpos[:, :2] - (t1[:, :2] + t2[:, :2]) / 2, axis=1) / 2)
+        hit = np.where(inside, np.exp(-nearest_sole(feet, t1[:, :3]) / 0.25), 0.0)
+        mid = b.qpos[:, :2] - (t1[:, :2] + t2[:, :2]) / 2
+        progress = np.exp(-np.sqrt((mid * mid).sum(1)) / 2)
         frc_clock = np.where((self.kind == PLANS.index("standing"))[:, None], 1.0, self.clock[self.phase])
         force = np.clip(b.sensors[:, self.s.touch] / (0.5 * self.weight), 0.0, 1.0)
         speed = np.clip(self.sole_speeds() / 0.2, 0.0, 1.0)

@@ -23,12 +23,13 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.gait_clock import clock_score, clock_tables
-from ppolab.envs.humanoid import Range, Weights3, yaw
+from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
+from ppolab.envs.humanoid import Range, Weights3, wrap_angle, yaw
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
 MODES = ("standing", "in_place", "forward")
+ONE_HOT = np.eye(3)
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
 
 
@@ -91,6 +92,9 @@ class WalkTask(RobotTask):
         self.v_avg = np.zeros((n, 2))  # body-frame velocity, averaged
         self.prev_torque = np.zeros((n, self.n_legs))
         self.held = False  # a fixed command (the behaviour checks, videos): no random switches
+        self.heading = np.zeros(n)  # the root's yaw after the last step
+        self.clock_obs = clock_observation(self.period)
+        self._weights = np.array([getattr(cfg.rewards, k) for k in WalkRewards.model_fields])
         self.layout = self.observation_layout([("clock", 2), ("mode", 3), ("command", 3)])
         self.obs_dim, self.act_dim = self.layout["command"].stop, self.n_legs
         self.symmetry = self.mirrored(list(range(8)), [-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
@@ -114,7 +118,8 @@ class WalkTask(RobotTask):
 
     def _update_command(self) -> None:
         """The observed yaw-rate command: the mode's rate, plus the heading correction while stepping."""
-        error = np.angle(np.exp(1j * (self.heading_ref - yaw(self.batch.qpos[:, 3:7]))))
+        self.heading = yaw(self.batch.qpos[:, 3:7])
+        error = wrap_angle(self.heading_ref - self.heading)
         c = self.cfg
         correction = np.clip(c.heading_gain * error, -c.heading_limit, c.heading_limit)
         self.command[:, 0] = self.rate + np.where(self.mode == STANDING, 0.0, correction)
@@ -144,12 +149,9 @@ class WalkTask(RobotTask):
                 self._set_mode(i, IN_PLACE if mode == FORWARD else FORWARD, b.rngs[i])
 
     def observe(self) -> np.ndarray:
-        clock = 2 * np.pi * self.phase / self.period
         obs = np.concatenate(
-            [self.proprioception(), np.sin(clock)[:, None], np.cos(clock)[:, None], np.eye(3)[self.mode],
-             self.command],
-            axis=1,
-        )  # fmt: skip
+            [self.proprioception(), self.clock_obs[self.phase], ONE_HOT[self.mode], self.command], axis=1
+        )
         return self.batch.noisy(obs, self.layout)
 
     # -- stepping -----------------------------------------------------------------
@@ -159,7 +161,7 @@ class WalkTask(RobotTask):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b = self.batch
-        prev_target = b.prev_action.copy()
+        prev_target = b.prev_action  # apply() replaces the array, never writes into it
         target = b.apply(action)
         self.phase = (self.phase + 1) % self.period
         self.heading_ref += self.rate * self.cfg.control_dt
@@ -171,30 +173,36 @@ class WalkTask(RobotTask):
         return self.observe(), reward, self.fallen()
 
     def _reward(self, target: np.ndarray, prev_target: np.ndarray) -> np.ndarray:
-        b, c, w = self.batch, self.cfg, self.cfg.rewards
-        frc_clock = self.force_clock()
-        force = np.clip(b.sensors[:, self.s.touch] / (0.5 * self.weight), 0.0, 1.0)  # half the weight: a stance
-        speed = np.clip(self.sole_speeds() / 0.2, 0.0, 1.0)
-        heading = yaw(b.qpos[:, 3:7])
-        cos, sin, v = np.cos(heading), np.sin(heading), b.qvel[:, 0:2]
-        v_body = np.stack([cos * v[:, 0] + sin * v[:, 1], -sin * v[:, 0] + cos * v[:, 1]], axis=1)
+        """The weighted terms (written lean: this runs for every env at every control step)."""
+        b, c = self.batch, self.cfg
+        n, sensors, qvel, cmd = self.num_envs, b.sensors, b.qvel, self.command
+        clock = self.force_clock()
+        force = np.clip(sensors[:, self.s.touch] * (2.0 / self.weight), 0.0, 1.0)  # half the weight: a stance
+        sole_vel = sensors[:, self.s.sole_vel].reshape(n, 2, 3)
+        speed = np.clip(np.sqrt((sole_vel * sole_vel).sum(2)) * 5.0, 0.0, 1.0)  # 0.2 m/s: swinging
+        cos, sin = np.cos(self.heading), np.sin(self.heading)
+        v_body = np.stack([cos * qvel[:, 0] + sin * qvel[:, 1], cos * qvel[:, 1] - sin * qvel[:, 0]], axis=1)
         alpha = c.control_dt / VELOCITY_AVERAGE_S
         self.v_avg = (1.0 - alpha) * self.v_avg + alpha * v_body
         height_err = np.abs(b.qpos[:, 2] - self.goal_height)
-        height_err = np.where(height_err < 0.01 + 0.05 * self.command[:, 1], 0.0, height_err)
-        legs = b.qpos[:, b.layout.leg_qpos]
+        height_err[height_err < 0.01 + 0.05 * cmd[:, 1]] = 0.0
+        v_err, v_avg_err = v_body - cmd[:, 1:3], self.v_avg - cmd[:, 1:3]
+        head = self.head_offset()
+        legs = b.qpos[:, b.layout.leg_qpos] - b.nominal_leg
+        k = 1.0 / self.n_legs
         terms = {
-            "foot_force": clock_score(frc_clock, force),
-            "foot_velocity": clock_score(-frc_clock, speed),
-            "root_accel": np.exp(-0.25 * (np.abs(b.qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
+            "foot_force": clock_score(clock, force),
+            "foot_velocity": clock_score(-clock, speed),
+            "root_accel": np.exp(-0.25 * (np.abs(qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
             "height": np.exp(-40.0 * height_err**2),
-            "velocity": np.exp(-10.0 * np.sum((v_body - self.command[:, 1:3]) ** 2, axis=1)),
-            "velocity_fine": np.exp(-np.sum((self.v_avg - self.command[:, 1:3]) ** 2, axis=1) / c.velocity_scale**2),
-            "yaw_rate": np.exp(-10.0 * np.abs(b.qvel[:, 5] - self.command[:, 0]) ** 3),
-            "heading": np.exp(-((self.heading_error / c.heading_scale) ** 2)),
-            "upper_body": np.exp(-10.0 * np.linalg.norm(self.head_offset(), axis=1)),
-            "posture": np.exp(-np.linalg.norm(legs - b.nominal_leg, axis=1)),
-            "torque_change": np.exp(-0.25 * np.mean(np.abs(b.torque - self.prev_torque), axis=1)),
-            "action_change": np.exp(-5.0 * np.mean(np.abs(target - prev_target), axis=1)),
+            "velocity": np.exp(-10.0 * (v_err * v_err).sum(1)),
+            "velocity_fine": np.exp((v_avg_err * v_avg_err).sum(1) * (-1.0 / c.velocity_scale**2)),
+            "yaw_rate": np.exp(-10.0 * np.abs(qvel[:, 5] - cmd[:, 0]) ** 3),
+            "heading": np.exp(-((self.heading_error * (1.0 / c.heading_scale)) ** 2)),
+            "upper_body": np.exp(-10.0 * np.sqrt((head * head).sum(1))),
+            "posture": np.exp(-np.sqrt((legs * legs).sum(1))),
+            "torque_change": np.exp(-0.25 * k * np.abs(b.torque - self.prev_torque).sum(1)),
+            "action_change": np.exp(-5.0 * k * np.abs(target - prev_target).sum(1)),
         }
-        return sum(getattr(w, k) * v for k, v in terms.items())
+        return np.stack([terms[k] for k in WalkRewards.model_fields], axis=1) @ self._weights
+
