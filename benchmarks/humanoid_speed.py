@@ -6,6 +6,11 @@ one process per core, all cores at once. Sampling is `ppolab train`'s sampler
 with a trained-size policy (256 x 256) over 12 batched envs on all cores. The
 ratio is the share of the machine's physics throughput that sampling keeps.
 
+Two more figures per env: sampling with the shipped policy (pretrained/ENV: a robot that
+walks, the workload once training has learned, where the untrained one falls every second or
+two), and where one sampling process's time goes: mj_step timed inside the step loop, against
+the same model standing (falls and stumbles cost the solver more), and everything else.
+
     python benchmarks/humanoid_speed.py [--envs h1 jvrc_walk ...] [--envs-per-worker 1] [--json out.json]
 
 The default envs are every shipped policy's (pretrained/*).
@@ -28,12 +33,14 @@ import numpy as np
 
 from ppolab.envs import make_env
 from ppolab.ppo.config import TrainConfig
+from ppolab.ppo.playback import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.trainer import build_networks
 from ppolab.util.system import available_cores
 
 HIDDEN = [256, 256]
+PRETRAINED = Path(__file__).parent.parent / "pretrained"
 
 
 def _ceiling_worker(env_name: str, control_steps: int, queue) -> None:
@@ -83,19 +90,79 @@ def best_time(sampler, params: dict, steps: int, repeats: int) -> float:
     return best
 
 
-def sampling(env_name: str, steps: int, repeats: int, envs_per_worker: int) -> tuple[float, int]:
+def sampling(
+    env_name: str, steps: int, repeats: int, envs_per_worker: int, trained: Path | None = None
+) -> tuple[float, int]:
+    """Env steps per second of the trainer's sampler: an untrained 256 x 256 policy (a robot that stumbles
+    and falls, as at the start of training), or the `trained` policy (a robot that walks, as later on)."""
     cfg = TrainConfig(
         env=env_name, num_procs=12, num_envs_per_worker=envs_per_worker, max_traj_len=steps, hidden_sizes=HIDDEN
     )
-    probe = make_env(env_name, 1)
-    actor, _ = build_networks(cfg, probe.obs_dim, probe.act_dim)
+    overrides = None
+    if trained is None:
+        probe = make_env(env_name, 1)
+        actor, _ = build_networks(cfg, probe.obs_dim, probe.act_dim)
+    else:
+        actor, meta = load_actor(trained)
+        overrides = meta.get("env_config")
     params = sampling_params(actor)
-    sampler = LocalSampler(env_name, cfg.num_slots)
+    sampler = LocalSampler(env_name, cfg.num_slots, overrides=overrides)
     try:
         best = best_time(sampler, params, steps, repeats)
     finally:
         sampler.close()
     return cfg.batch_size / best, sampler.procs
+
+
+def where_time_goes(env_name: str, envs: int = 6, steps: int = 400) -> dict:
+    """One process, as one sampling worker: mj_step's time per env step (timed inside the step loop)
+    against the same model standing still, and the time left to everything else (rewards, observations,
+    the policy, bookkeeping)."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_split_worker, args=(env_name, envs, steps, queue))
+    proc.start()
+    out = queue.get()
+    proc.join()
+    return out
+
+
+def _split_worker(env_name: str, envs: int, steps: int, queue) -> None:
+    from ppolab.envs import humanoid
+    from ppolab.ppo.rollout import collect
+
+    env = make_env(env_name, envs)
+    actor, _ = build_networks(TrainConfig(env=env_name, hidden_sizes=HIDDEN), env.obs_dim, env.act_dim)
+    params = sampling_params(actor)
+    collect(env, params, seed=0, stream=0, iteration=0, first_slot=0, total_slots=12, steps=50)
+    physics, step = [0.0], mujoco.mj_step
+
+    def timed(m, d, k=1):
+        t = time.perf_counter()
+        step(m, d, k)
+        physics[0] += time.perf_counter() - t
+
+    humanoid.mujoco.mj_step = timed  # the batch looks mj_step up at every apply()
+    t = time.perf_counter()
+    collect(env, params, seed=0, stream=0, iteration=1, first_slot=0, total_slots=12, steps=steps)
+    total = time.perf_counter() - t
+    humanoid.mujoco.mj_step = step
+    stand = 1.0 / _standing_rate(env_name, 2000)
+    n = envs * steps
+    queue.put({"mj_step_us": 1e6 * physics[0] / n, "other_us": 1e6 * (total - physics[0]) / n,
+               "physics_share": physics[0] / total, "mj_step_over_ceiling": physics[0] / n / stand})  # fmt: skip
+
+
+def _standing_rate(env_name: str, control_steps: int) -> float:
+    """Control steps per second of the model standing (the ceiling's loop), in this process."""
+    queue: list[float] = []
+
+    class Box:
+        def put(self, x: float) -> None:
+            queue.append(x)
+
+    _ceiling_worker(env_name, control_steps, Box())
+    return queue[0]
 
 
 def end_to_end(env_name: str, iterations: int) -> dict:
@@ -115,7 +182,7 @@ def end_to_end(env_name: str, iterations: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    shipped = sorted(p.name for p in (Path(__file__).parent.parent / "pretrained").iterdir() if p.is_dir())
+    shipped = sorted(p.name for p in PRETRAINED.iterdir() if p.is_dir())
     ap.add_argument("--envs", nargs="+", default=shipped, help=f"default: {' '.join(shipped)}")
     ap.add_argument("--steps", type=int, default=400, help="steps per env per iteration (default: 400)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -145,6 +212,16 @@ def main() -> None:
             f"{name}: sampling {rate:,.0f} env steps/s ({12 * args.envs_per_worker} envs) on {procs} processes; "
             f"raw mj_step ceiling {raw:,.0f} control steps/s on {cores} cores; {100 * rate / raw:.0f}% of the ceiling"
         )
+        shipped = PRETRAINED / name
+        if shipped.is_dir():  # the robot walking (the shipped policy): the workload once training has learned
+            walking, _ = sampling(name, args.steps, args.repeats, args.envs_per_worker, trained=shipped)
+            results[name] |= {"sampling_trained_steps_per_s": walking, "ratio_trained": walking / raw}
+            print(f"  with the shipped policy: {walking:,.0f} env steps/s, {100 * walking / raw:.0f}% of the ceiling")
+        split = where_time_goes(name)
+        results[name]["split"] = split
+        print(f"  where the time goes (one core, 6 envs, untrained policy): mj_step {split['mj_step_us']:.0f} us "
+              f"per env step, {split['mj_step_over_ceiling']:.2f}x the standing robot's; the rest "
+              f"{split['other_us']:.0f} us ({100 * split['physics_share']:.0f}% physics)")  # fmt: skip
     for name in args.end_to_end:  # bar (issue 17): end to end >= 60% of sampling alone, the preset's settings
         pairs = []
         for k in range(args.runs):

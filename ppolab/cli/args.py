@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
-from ppolab.errors import UserError
+from ppolab.errors import UserError, one_line
 from ppolab.ppo.config import TrainConfig, flag
 from ppolab.util.validation import first_problem
 
@@ -25,7 +25,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
         sys.exit(2)
 
 

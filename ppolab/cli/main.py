@@ -15,7 +15,7 @@ from ppolab.cli import ops_cli, robots_cli, tune_cli
 from ppolab.cli.args import Parser, add_model_flags, build, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
-from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
+from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.ppo.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
@@ -534,10 +534,10 @@ def main(argv: list[str] | None = None) -> int:
             **ops_cli.COMMANDS,
         }[ns.subcommand](ns)
     except UserError as exc:
-        sys.stderr.write(f"ppolab {ns.subcommand}: error: {exc}\n")
+        sys.stderr.write(f"ppolab {ns.subcommand}: error: {one_line(exc)}\n")
         return 2
     except NoSpace as exc:
-        sys.stderr.write(f"ppolab {ns.subcommand}: {exc}\n")
+        sys.stderr.write(f"ppolab {ns.subcommand}: {one_line(exc)}\n")
         return NO_SPACE_EXIT
     except BrokenPipeError:  # output piped into `head` or `grep -q`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

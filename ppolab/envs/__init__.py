@@ -8,6 +8,7 @@ file: `<robot>_walk`, `<robot>_stand` and `<robot>_step` for every shipped robot
 
 from __future__ import annotations
 
+import difflib
 import os
 
 # ppolab renders headless (evaluation videos): EGL needs no display. It must be chosen before mujoco is imported.
@@ -58,8 +59,14 @@ def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchE
     try:
         return ENVS[name]
     except KeyError:
-        raise UserError(f"unknown env {name!r}; choose one of: {', '.join(env_names())} "
-                        "(a robot of your own: --robot FILE)") from None  # fmt: skip
+        raise UserError(unknown_env(name)) from None
+
+
+def unknown_env(name: str) -> str:
+    """The one line for an env name that is none of ppolab's: the closest name, every name, and --robot."""
+    guess = difflib.get_close_matches(name, env_names(), n=1, cutoff=0.6)
+    hint = f"did you mean {guess[0]!r}? The envs: " if guess else "choose one of: "
+    return f"unknown env {name!r}; {hint}{', '.join(env_names())} (a robot of your own: --robot FILE)"
 
 
 def env_names() -> list[str]:

@@ -155,7 +155,7 @@ def roll_pitch(quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Roll and pitch of (n, 4) quaternions (w, x, y, z)."""
     w, x, y, z = quat.T
     roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    pitch = np.arcsin(clamp(2 * (w * y - z * x), -1.0, 1.0))
     return roll, pitch
 
 
@@ -163,6 +163,11 @@ def yaw(quat: np.ndarray) -> np.ndarray:
     """Heading of (n, 4) quaternions (w, x, y, z)."""
     w, x, y, z = quat.T
     return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def clamp(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """np.clip without its wrapper's cost (a third of a small clip's time, in a loop run every control step)."""
+    return np.minimum(np.maximum(x, low), high)
 
 
 def wrap_angle(angle: np.ndarray) -> np.ndarray:
@@ -330,7 +335,7 @@ class HumanoidBatch:
     def apply(self, action: np.ndarray) -> np.ndarray:
         """Step every env one control period with the given leg actions; returns the smoothed actions."""
         cfg, k = self.cfg, self.substeps
-        a = action if cfg.action_clip is None else np.clip(action, -cfg.action_clip, cfg.action_clip)
+        a = action if cfg.action_clip is None else clamp(action, -cfg.action_clip, cfg.action_clip)
         prev = self.prev_raw if cfg.action_filter == "pair" else self.prev_action
         smoothed = cfg.action_smoothing * a + (1.0 - cfg.action_smoothing) * prev
         targets = self.nominal_leg + cfg.action_scale * smoothed

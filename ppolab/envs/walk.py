@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
-from ppolab.envs.humanoid import Range, Weights3, wrap_angle, yaw
+from ppolab.envs.humanoid import Range, Weights3, clamp, wrap_angle, yaw
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
@@ -121,7 +121,7 @@ class WalkTask(RobotTask):
         self.heading = yaw(self.batch.qpos[:, 3:7])
         error = wrap_angle(self.heading_ref - self.heading)
         c = self.cfg
-        correction = np.clip(c.heading_gain * error, -c.heading_limit, c.heading_limit)
+        correction = clamp(c.heading_gain * error, -c.heading_limit, c.heading_limit)
         self.command[:, 0] = self.rate + np.where(self.mode == STANDING, 0.0, correction)
         self.command[:, 1:] = self.velocity
         self.heading_error = error
@@ -177,9 +177,9 @@ class WalkTask(RobotTask):
         b, c = self.batch, self.cfg
         n, sensors, qvel, cmd = self.num_envs, b.sensors, b.qvel, self.command
         clock = self.force_clock()
-        force = np.clip(sensors[:, self.s.touch] * (2.0 / self.weight), 0.0, 1.0)  # half the weight: a stance
+        force = clamp(sensors[:, self.s.touch] * (2.0 / self.weight), 0.0, 1.0)  # half the weight: a stance
         sole_vel = sensors[:, self.s.sole_vel].reshape(n, 2, 3)
-        speed = np.clip(np.sqrt((sole_vel * sole_vel).sum(2)) * 5.0, 0.0, 1.0)  # 0.2 m/s: swinging
+        speed = clamp(np.sqrt((sole_vel * sole_vel).sum(2)) * 5.0, 0.0, 1.0)  # 0.2 m/s: swinging
         cos, sin = np.cos(self.heading), np.sin(self.heading)
         v_body = np.stack([cos * qvel[:, 0] + sin * qvel[:, 1], cos * qvel[:, 1] - sin * qvel[:, 0]], axis=1)
         alpha = c.control_dt / VELOCITY_AVERAGE_S

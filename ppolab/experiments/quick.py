@@ -10,7 +10,7 @@ import yaml
 
 from ppolab.errors import UserError
 from ppolab.experiments.plan import PlannedRun, expand
-from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, load_sweep
+from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, check_folder_name, load_sweep
 from ppolab.util.files import atomic_write_text
 
 
@@ -78,6 +78,7 @@ def preview(root: Path, name: str, doc: dict[str, Any]) -> tuple[SweepSpec, list
 
 def write_sweep(root: Path, name: str, doc: dict[str, Any]) -> Path:
     """Create (or find, if identical) ROOT/NAME/sweep.yaml; validate before it lands."""
+    check_folder_name(name, "the sweep name")
     text = yaml.safe_dump(doc, sort_keys=False)
     sweep_dir = root / name
     path = sweep_dir / SWEEP_FILE

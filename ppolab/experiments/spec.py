@@ -39,8 +39,19 @@ Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 
 def sweep_name(sweep_dir: Path) -> str:
     """A sweep's one name: its folder's (in --list, --status, state.json, the report, the tracker, job
-    names). `metadata.name` is its title, shown beside it."""
-    return sweep_dir.resolve().name
+    names). `metadata.name` is its title, shown beside it. A control character in it (a newline, an escape)
+    is refused: it would end a line of a script, a log or a report that the name goes into."""
+    name = sweep_dir.resolve().name
+    check_folder_name(name, f"{sweep_dir}: the sweep folder's name")
+    return name
+
+
+def check_folder_name(name: str, what: str) -> None:
+    """A name that becomes a folder, a job name and a line of text: printable characters only, no slash."""
+    bad = next((c for c in name if not c.isprintable() or c in "/\\"), None)
+    if bad is not None or not name.strip():
+        shown = repr(bad) if bad is not None else "only blanks"
+        raise UserError(f"{what} {name!r} has {shown}; rename it with letters, digits and _ . - only")
 
 
 def _seeds_spec(value: Any) -> Any:

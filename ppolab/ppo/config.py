@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ppolab.envs import ENVS, env_names
+from ppolab.envs import ENVS, env_names, unknown_env
 from ppolab.ppo.presets import with_preset
 
 MAX_BATCH = 50_000_000  # samples an iteration: GBs of rollout storage; more is a typo, not a plan
@@ -105,7 +105,7 @@ class TrainConfig(BaseModel):
     @classmethod
     def _known_env(cls, v: str) -> str:
         if v not in ENVS and not v.endswith(("_walk", "_stand", "_step")):
-            raise ValueError(f"unknown env {v!r}; choose one of: {', '.join(env_names())}")
+            raise ValueError(unknown_env(v))
         return v
 
     @model_validator(mode="after")
@@ -121,8 +121,7 @@ class TrainConfig(BaseModel):
             if self.env not in tasks:
                 raise ValueError(f"--env: {self.env}: the robot file {self.robot} gives {', '.join(tasks)}")
         elif self.env not in ENVS:
-            raise ValueError(f"--env: unknown env {self.env!r}; choose one of: {', '.join(env_names())}; "
-                             "a robot of your own: --robot FILE")  # fmt: skip
+            raise ValueError(f"--env: {unknown_env(self.env)}")
         return self
 
     @field_validator("run_name")

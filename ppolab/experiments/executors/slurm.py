@@ -83,14 +83,28 @@ def array_spec(indices: list[int], max_concurrent: int | None) -> str:
     return spec + (f"%{max_concurrent}" if max_concurrent else "")
 
 
+def sbatch_file_pattern(folder: Path, pattern: str) -> str:
+    """FOLDER/PATTERN as an #SBATCH value: double-quoted (sbatch reads quotes there, not shell syntax), a
+    literal % of the folder doubled (Slurm's filename patterns use it). A folder that an #SBATCH line cannot
+    carry is refused, never half-written."""
+    text = str(folder)
+    bad = next((c for c in text if c in '"\\' or not c.isprintable()), None)
+    if bad is not None:
+        raise UserError(f"{folder}: the sweep's path has {bad!r}, which an #SBATCH line cannot carry; "
+                        "move the sweep to a folder without it")  # fmt: skip
+    return '"' + text.replace("%", "%%") + "/" + pattern + '"'
+
+
 def render_script(sweep_dir: Path, sweep_name: str, indices: list[int], res: Resources) -> str:
+    """The job-array script. Every name and path in it is quoted for what reads it (bash or sbatch); a name
+    never becomes code (tests run it under bash against names built to break out)."""
     sweep = sweep_dir.resolve()
     lines = [
         "#!/bin/bash",
-        f"# ppolab sweep '{sweep_name}': one array task per run (written by ppolab slurm)",
+        f"# ppolab sweep {re.sub(r'[^A-Za-z0-9_.+=-]', '?', sweep_name)}: one array task per run (ppolab slurm)",
         f"#SBATCH --job-name=ppolab-{re.sub(r'[^A-Za-z0-9_.-]', '-', sweep_name)}",
         f"#SBATCH --array={array_spec(indices, res.max_concurrent)}",
-        f"#SBATCH --output={sweep / LOGS_DIR}/slurm-%A_%a.out",
+        f"#SBATCH --output={sbatch_file_pattern(sweep / LOGS_DIR, 'slurm-%A_%a.out')}",
         "#SBATCH --open-mode=append",
         f"#SBATCH --cpus-per-task={res.cpus_per_task}",
         f"#SBATCH --mem={res.mem}",
