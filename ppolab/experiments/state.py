@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from ppolab.errors import UserError
-from ppolab.util.files import atomic_write_text
+from ppolab.util.files import atomic_write_text, refuse_links
 
 STATE_FILE = "state.json"
 LOCK_FILE = ".state.lock"
 STATES = ("pending", "running", "done", "failed", "interrupted")
+# what ppolab writes in a sweep folder (runs, their logs, the report, the detached runner's log and pid)
+SWEEP_ENTRIES = [LOCK_FILE, STATE_FILE, "runs", "logs", "plots", "results.md", "sweep.log", "runner.pid"]
 
 
 def now() -> str:
@@ -134,7 +136,9 @@ class SweepState:
 
     @classmethod
     def load(cls, sweep_dir: Path, sweep_name: str, run_dirs: dict[str, str]) -> SweepState:
-        """Read state.json (or start one); add runs new to the plan, keep what is recorded."""
+        """Read state.json (or start one) to change it; add runs new to the plan, keep what is recorded.
+        What the sweep writes into must be the sweep's own: a link there is refused before anything is written."""
+        refuse_links(sweep_dir, SWEEP_ENTRIES, ", in the sweep folder")
         data: dict[str, Any] = {"sweep": sweep_name, "updated": now(), "runner_pid": None, "runs": {}}
         if (sweep_dir / STATE_FILE).exists():
             data = _read(sweep_dir)
@@ -180,6 +184,7 @@ def locked(sweep_dir: Path, sweep_name: str, run_dirs: dict[str, str]) -> Iterat
     POSIX record locks (fcntl.lockf) go through NFS's lock manager and are honoured
     by Lustre and GPFS, where a BSD flock may only lock the local node.
     """
+    refuse_links(sweep_dir, SWEEP_ENTRIES, ", in the sweep folder")  # before the lock file is opened
     with open(sweep_dir / LOCK_FILE, "a+") as f:
         fcntl.lockf(f, fcntl.LOCK_EX)
         try:

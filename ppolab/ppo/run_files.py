@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, to_args
-from ppolab.util.files import atomic_write_text
+from ppolab.util.files import atomic_write_text, refuse_links
 from ppolab.util.interrupt import deferred_signals
 from ppolab.util.validation import first_problem
 
@@ -168,7 +168,9 @@ def read_config(run_dir: Path, who: str = "") -> dict:
 
 
 def load_config(run_dir: Path) -> TrainConfig:
-    """The settings a run was trained with, validated (what --resume continues with)."""
+    """The settings a run was trained with, validated (what --resume continues with). The folder and its
+    files are the run's own, not links to somewhere else: a resume writes into them."""
+    refuse_links(run_dir, what=" (--resume writes into the run folder)")
     path = run_dir / "config.yaml"
     data = read_config(run_dir, "--resume")
     try:

@@ -9,11 +9,14 @@ can read results, state and checkpoints.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tempfile
 import time
 from pathlib import Path
+
+from ppolab.errors import UserError
 
 # what an atomic write of one of ppolab's files leaves behind if it is killed between writing and renaming
 STALE = re.compile(
@@ -29,15 +32,52 @@ def _umask() -> int:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write `path` whole or not at all. A symbolic link at `path` is replaced, never written through; a folder
+    or file that cannot be written is one UserError naming it and the fix."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except PermissionError as exc:
+        raise UserError(f"{path.parent}: cannot write {path.name} there ({exc.strerror}); make the folder "
+                        "writable (chmod u+w, or chattr -i), or work in a copy") from None  # fmt: skip
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        raise UserError(f"{path.parent}: a read-only filesystem; work in a copy on a writable disk") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except PermissionError as exc:  # an immutable file (chattr +i) refuses the rename
+        Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"{path}: cannot replace it ({exc.strerror}); make it writable (chmod u+w, or "
+                        "chattr -i), or work in a copy") from None  # fmt: skip
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def refuse_links(folder: Path, names: list[str] | None = None, what: str = "") -> None:
+    """One UserError naming the first symbolic link among `folder` itself and its entries (all of them, or
+    only `names`): ppolab writes only into what it made, never through a link to somewhere else."""
+    if folder.is_symlink():
+        raise _link_error(folder, what)
+    try:
+        entries = [folder / n for n in names] if names is not None else list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            raise _link_error(entry, what)
+
+
+def _link_error(link: Path, what: str) -> UserError:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    return UserError(f"{link} is a symbolic link (to {target}){what}; ppolab writes only into what it made, "
+                     "never through a link: put the real folder or file there, or remove the link")  # fmt: skip
 
 
 def atomic_write_text(path: Path, text: str) -> None:

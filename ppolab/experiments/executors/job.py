@@ -28,6 +28,7 @@ from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.state import now
 from ppolab.ppo.run_files import MARKER
+from ppolab.util.files import refuse_links
 from ppolab.util.interrupt import deferred_signals
 
 STOP_GRACE_S = 60.0
@@ -221,6 +222,7 @@ def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:
     A folder of ppolab's own without a checkpoint never finished an iteration; it is moved aside, not
     deleted. A folder ppolab did not make (no marker) is never touched: the run is refused.
     """
+    refuse_links(run_dir, what=", in the sweep's runs")
     if (run_dir / "last.pt").is_file():
         return TrainCall(resume=run_dir), True
     if run_dir.exists() or run_dir.is_symlink():
