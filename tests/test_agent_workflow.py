@@ -47,6 +47,48 @@ def test_skills_install_never_overwrites_a_file_it_did_not_write(tmp_path):
     assert run_ppolab("skills", "install", str(tmp_path / "missing")).returncode == 2
 
 
+def _shape(tmp_path: Path, shape: str) -> tuple[Path, Path]:
+    """A project whose .claude/skills has `shape`; returns it and the user's file elsewhere that a link reaches."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (elsewhere / "train").mkdir(parents=True)
+    (elsewhere / "train" / "SKILL.md").write_text("the user's own file\n")
+    skills = project / ".claude" / "skills"
+    skills.parent.mkdir(parents=True)
+    if shape == "claude link":
+        skills.parent.rmdir()
+        skills.parent.symlink_to(elsewhere)
+    elif shape == "skills link":
+        skills.symlink_to(elsewhere)
+    elif shape == "dangling link":
+        skills.symlink_to(tmp_path / "nowhere")
+    elif shape == "skills file":
+        skills.write_text("not a folder\n")
+    elif shape == "train link":
+        skills.mkdir()
+        (skills / "train").symlink_to(elsewhere / "train")
+    elif shape == "train file":
+        skills.mkdir()
+        (skills / "train").write_text("not a folder\n")
+    elif shape == "skill file link":
+        (skills / "train").mkdir(parents=True)
+        (skills / "train" / "SKILL.md").symlink_to(elsewhere / "train" / "SKILL.md")
+    return project, elsewhere / "train" / "SKILL.md"
+
+
+SHAPES = ["claude link", "skills link", "dangling link", "skills file", "train link", "train file", "skill file link"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("force", [False, True])
+def test_skills_install_refuses_every_shape_it_cannot_write_without_touching_anything(tmp_path, shape, force):
+    project, users_file = _shape(tmp_path, shape)
+    proc = run_ppolab("skills", "install", str(project), *(["--force"] if force else []))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and str(project / ".claude") in proc.stderr
+    assert users_file.read_text() == "the user's own file\n"
+    assert sorted(p.name for p in users_file.parent.parent.rglob("*")) == ["SKILL.md", "train"]
+
+
 def command_lines(text: str) -> list[str]:
     """Every ppolab command in a document: lines of code blocks and `inline code` that run ppolab."""
     found = []

@@ -44,8 +44,10 @@ def install(project: Path, force: bool = False) -> list[str]:
     dest = project / ".claude" / "skills"
     if dest.resolve() == SOURCE:
         raise UserError(f"{dest} is ppolab's own copy of the skills; install into another project")
+    files = shipped()
+    _check_shape(project, [dest / rel for rel in files] + [dest / MANIFEST])
     recorded, lines = _manifest(dest), []
-    for rel, text in shipped().items():
+    for rel, text in files.items():
         target = dest / rel
         if target.exists():
             current = target.read_text(errors="replace")
@@ -63,3 +65,21 @@ def install(project: Path, force: bool = False) -> list[str]:
         lines.append(f"wrote: {target}")
     atomic_write_text(dest / MANIFEST, json.dumps(recorded, indent=2, sort_keys=True) + "\n")
     return lines
+
+
+def _check_shape(project: Path, files: list[Path]) -> None:
+    """Every folder on the way to each file is a real folder and each file a real file (or absent): a link
+    (dangling or not), a file where a folder goes or a folder where a file goes is one UserError naming it.
+    Nothing is written through a link into the user's files elsewhere."""
+    for file in files:
+        parts = file.relative_to(project).parts
+        for k in range(1, len(parts) + 1):
+            path = project.joinpath(*parts[:k])
+            last = k == len(parts)
+            if path.is_symlink():
+                raise UserError(f"{path} is a symbolic link; skills install writes only real folders and files it "
+                                "made: replace the link with a folder (or remove it), then install again")  # fmt: skip
+            if path.exists() and not last and not path.is_dir():
+                raise UserError(f"{path} is a file where the skills need a folder; move it away, then install again")
+            if path.exists() and last and not path.is_file():
+                raise UserError(f"{path} is not a file; move it away, then install again")
