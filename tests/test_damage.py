@@ -65,6 +65,8 @@ METRICS_CASES = {
     "a text value": b'{"type": "iteration", "iteration": 3, "mean_eprew": "high"}\n',
     "non-utf8 bytes": b"\xff\xfe\xfd\n",
     "a torn line": b'{"type": "iteration", "itera',
+    "an iteration without its fields": b'{"type": "iteration", "iteration": 100}\n',
+    "an eval without its fields": b'{"type": "eval", "iteration": 100}\n',
 }
 
 

@@ -262,3 +262,14 @@ def test_a_damaged_study_file_is_one_line_for_the_report_and_for_more_trials(tmp
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
         assert "experiments/tune/d.db: cannot read it" in proc.stderr and "restore the file" in proc.stderr
     assert not (tmp_path / "experiments/tune/d/trial-0003").exists()
+
+
+def test_the_pruner_s_reader_skips_records_without_their_fields(tmp_path):
+    from ppolab.experiments.tune.study import RunningScore
+
+    path = tmp_path / "metrics.jsonl"
+    lines = ['{"type": "eval", "iteration": 0}', '{"type": "eval", "iteration": 1, "reward": 5.0, "length": 9}',
+             '{"type": "iteration", "iteration": 2}', '{"type": "eval", "iteration": 3, "reward": 7.0, "length": 9}']  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    assert RunningScore("peak_eval", path).new_points() == [(1, 5.0), (3, 7.0)]
+    assert RunningScore("final_reward", path).new_points() == []

@@ -109,9 +109,15 @@ def parse_log(text: str, source: str = "log") -> RunRecords:
     return out
 
 
-def _valid(rec: object) -> bool:
-    """A record as ppolab writes it: a mapping with a type, an iteration count and numbers for values."""
-    if not isinstance(rec, dict) or rec.get("type") not in ("iteration", "eval"):
+REQUIRED = {"iteration": ("mean_eprew", "mean_eplen"), "eval": ("reward", "length")}  # what every reader uses
+
+
+def is_record(rec: object) -> bool:
+    """A record as ppolab writes it: a mapping with a type, an iteration count, the fields every reader uses,
+    and numbers for values. Anything else (a record cut short, hand-edited, or from another tool) is skipped."""
+    if not isinstance(rec, dict) or rec.get("type") not in REQUIRED:
+        return False
+    if any(k not in rec for k in REQUIRED[rec["type"]]):
         return False
     itr = rec.get("iteration")
     if not isinstance(itr, int) or isinstance(itr, bool) or itr < 0:
@@ -135,7 +141,7 @@ def read_jsonl(path: Path) -> RunRecords:
             rec = json.loads(line)
         except ValueError:
             rec = None
-        if not _valid(rec):
+        if not is_record(rec):
             out.incomplete += bool(line.strip())
             continue
         (out.evals if rec["type"] == "eval" else out.iterations).append(rec)

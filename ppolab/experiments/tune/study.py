@@ -35,6 +35,7 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
 from optuna.trial import TrialState
 
+from ppolab.analysis.parse import is_record
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.executors.job import Job, prepare_run_dir
@@ -364,6 +365,8 @@ class RunningScore:
             try:
                 rec = json.loads(line)
             except ValueError:
+                continue
+            if not is_record(rec):  # damaged or short: skipped, as every reader of metrics.jsonl does
                 continue
             if self.metric == "peak_eval" and rec.get("type") == "eval" and math.isfinite(rec["reward"]):
                 self.best = max(self.best, rec["reward"])
