@@ -268,8 +268,12 @@ def test_the_pruner_s_reader_skips_records_without_their_fields(tmp_path):
     from ppolab.experiments.tune.study import RunningScore
 
     path = tmp_path / "metrics.jsonl"
-    lines = ['{"type": "eval", "iteration": 0}', '{"type": "eval", "iteration": 1, "reward": 5.0, "length": 9}',
-             '{"type": "iteration", "iteration": 2}', '{"type": "eval", "iteration": 3, "reward": 7.0, "length": 9}']  # fmt: skip
+    lines = [
+        '{"type": "eval", "iteration": 0}',
+        '{"type": "eval", "iteration": 1, "reward": 5.0, "length": 9}',
+        '{"type": "iteration", "iteration": 2}',
+        '{"type": "eval", "iteration": 3, "reward": 7.0, "length": 9}',
+    ]
     path.write_text("\n".join(lines) + "\n")
     assert RunningScore("peak_eval", path).new_points() == [(1, 5.0), (3, 7.0)]
     assert RunningScore("final_reward", path).new_points() == []
