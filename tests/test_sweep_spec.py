@@ -71,6 +71,13 @@ def test_sweep_file_seeds_take_the_command_line_forms(tmp_path, given):
     assert [p.name for p in expand(load_sweep(d), d)][:3] == ["control-s1", "control-s2", "control-s3"]
 
 
+@pytest.mark.parametrize("given", ["[true, false]", "[1, 2.5]", '["1", 2]'])
+def test_seeds_are_whole_numbers_only(tmp_path, given):
+    d = write(tmp_path, GOOD.replace("runs:\n", f"seeds: {given}\nruns:\n"))
+    with pytest.raises(UserError, match="seeds.[01]: Input should be a valid integer"):
+        load_sweep(d)
+
+
 def test_seed_specs_parse_the_same_everywhere():
     from ppolab.util.seeds import parse_seeds
 

@@ -60,6 +60,7 @@ def test_a_space_file_gives_ranges_choices_and_fixed_values(tmp_path):
         ("params:\n  lr: {type: float, low: 1.0e-4, high: 1.0e-3}\n", {}, ["cartpole", "h1"], "add target_scores"),
         ("params:\n  lr: {type: float, low: 1.0e-4, hi: 1.0e-3}\n", {}, ["cartpole"], "unknown key 'hi'"),
         ("parms:\n  lr: 0.1\n", {}, ["cartpole"], "unknown key 'parms'; did you mean 'params'?"),
+        ("params:\n  epochs: {type: float, low: 2, high: 8}\n", {}, ["cartpole"], "epochs takes whole numbers"),
     ],
 )
 def test_space_mistakes_are_one_line_naming_file_line_and_key(tmp_path, text, given, envs, message):

@@ -34,7 +34,7 @@ from ppolab.util.validation import did_you_mean, first_problem
 
 SWEEP_FILE = "sweep.yaml"
 MAX_RUNS = 10_000  # planned runs in one sweep: more is a mistake (a grid of 10^6), not a plan
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)]  # true is not a seed
 
 
 def sweep_name(sweep_dir: Path) -> str:

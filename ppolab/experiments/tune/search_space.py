@@ -192,6 +192,10 @@ def _check_values(loc: Locator, searched: dict, base: dict[str, Any]) -> None:
         bad = str(err["loc"][0]) if err["loc"] else "params"
         raise loc.error(("params", bad), f"{bad}: {err['msg']}") from None
     for name, d in searched.items():
+        if isinstance(d, FloatRange):  # a float range over a whole-number flag fails only at its first trial
+            between = d.low + 0.371 * (d.high - d.low)
+            if between != round(between) and _refused(probe, name, between):
+                raise loc.error(("params", name), f"{name} takes whole numbers: give it type: int")
         for v in d.choices if isinstance(d, Choice) else (d.low, d.high):
             try:
                 TrainConfig(**{**probe, name: v})
@@ -201,3 +205,11 @@ def _check_values(loc: Locator, searched: dict, base: dict[str, Any]) -> None:
                 msg = err["msg"]
                 where = ("params", name) if bad in (name, "model") or bad not in searched else ("params", bad)
                 raise loc.error(where, f"{name}={v!r}: {bad}: {msg}") from None
+
+
+def _refused(probe: dict[str, Any], name: str, value: Any) -> bool:
+    try:
+        TrainConfig(**{**probe, name: value})
+    except ValidationError:
+        return True
+    return False
