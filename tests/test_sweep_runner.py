@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -208,6 +209,36 @@ def test_runner_kills_do_not_use_up_retries(tmp_path, lock_dir):
     assert states["control-s1"]["failures"] == 0 and states["clip03-s1"]["state"] == "done"
     rows = [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"]
     assert rows == list(range(40))  # every iteration exactly once
+
+
+def test_a_training_killed_from_outside_is_interrupted_not_failed(tmp_path, lock_dir):
+    """kill -9 of the training process itself (not the runner), three times, with --max-retries 0: each time
+    the run is interrupted (no retry spent), the sweep goes on, and a relaunch resumes it from its checkpoint."""
+    d = make_sweep(tmp_path, n_itr=40)
+    metrics = d / "runs" / "control-s1" / "metrics.jsonl"
+    for kill_after in (4, 12, 20):
+        runner = start_with(d, "--max-retries", "0")
+        deadline = time.time() + 120
+        while not (metrics.exists() and metrics.read_text().count('"type": "iteration"') > kill_after):
+            assert time.time() < deadline, f"iteration {kill_after} never reached {metrics}"
+            time.sleep(0.05)
+        pid = state_of(d)["control-s1"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        out, _ = runner.communicate(timeout=120)
+        entry = state_of(d)["control-s1"]
+        assert entry["state"] == "interrupted" and entry["failures"] == 0, out
+        assert "killed by SIGKILL from outside the sweep" in entry["reason"] and "failed" not in out
+    proc = run(str(d), "--yes", "--max-retries", "0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    states = state_of(d)
+    assert states["control-s1"]["state"] == "done" and states["control-s1"]["failures"] == 0
+    rows = [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"]
+    assert rows == list(range(40))
+
+
+def start_with(d: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(sweep_cmd(str(d), "--yes", *args), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)  # fmt: skip
 
 
 def test_a_run_that_fails_uses_a_retry(tmp_path, lock_dir):

@@ -216,6 +216,19 @@ def started_entry(job: Job, attempts: int, reason: str | None = None, **where: s
     )
 
 
+def killed_from_outside(code: int | None) -> str | None:
+    """Why a run whose process died of a signal that neither it nor its runner sent ended (kill -9 of the
+    trainer, the OOM killer): an interruption to resume from the checkpoint, not a failure of the run's own,
+    so it spends no retry. None for an exit the run chose (done, failed, stopped cleanly)."""
+    if code is None or code >= 0:
+        return None
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"killed by {name} from outside the sweep; launch again to resume from its checkpoint"
+
+
 def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:
     """A run's next attempt: resumed if it has a checkpoint, else `call`, a fresh start.
 

@@ -23,7 +23,7 @@ from typing import TextIO
 from ppolab.analysis.anomalies import describe
 from ppolab.errors import NO_SPACE_EXIT, UserError
 from ppolab.experiments.display import duration
-from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry, summary_of
+from ppolab.experiments.executors.job import Job, killed_from_outside, prepare_run_dir, started_entry, summary_of
 from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
@@ -169,6 +169,11 @@ class _Scheduler:
             )
             self.say(f"Run {act.index}/{self.total} {run.name} was stopped. Launch the sweep again to continue.")
             return 130
+        if reason is None and (outside := killed_from_outside(code)):  # not the run's failure: no retry spent
+            self.state.update(run.name, state="interrupted", ended=now(), exit_code=code, reason=outside,
+                              summary=summary_of(run_dir))  # fmt: skip
+            self.say(f"Run {act.index}/{self.total} {run.name} was {outside}.")
+            return code
         final = "done" if code == 0 and reason is None else "failed"
         if reason is None and code != 0:
             reason = f"exit code {code}"

@@ -162,7 +162,7 @@ def _decide(got: int | None, code: int) -> tuple[str, str | None]:
         return "pending", "stopped before the time limit; requeued, resumes from its checkpoint"
     if got is not None:
         return "interrupted", "stopped by Slurm (preempted, requeued or cancelled)"
-    return ("done", None) if code == 0 else ("failed", f"exit code {code}")
+    return task.default_decide(got, code)
 
 
 def run_task(sweep_dir: Path, index: int) -> int:

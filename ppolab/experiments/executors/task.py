@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.experiments.executors.job import Job, prepare_run_dir, started_entry, summary_of
+from ppolab.experiments.executors.job import Job, killed_from_outside, prepare_run_dir, started_entry, summary_of
 from ppolab.experiments.machine_lock import HELD
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun, load_plan
 from ppolab.experiments.spec import sweep_name
@@ -49,6 +49,8 @@ class StopSignals:
 def default_decide(got: int | None, code: int) -> tuple[str, str | None]:
     if got is not None:
         return "interrupted", "stopped: the sweep was interrupted, or the cluster stopped the task"
+    if outside := killed_from_outside(code):
+        return "interrupted", outside
     return ("done", None) if code == 0 else ("failed", f"exit code {code}")
 
 
