@@ -103,6 +103,34 @@ def test_run_experiment_py_accepts_the_same_commands(tmp_path):
     assert proc.returncode == 0 and "Mean return:" in proc.stdout
 
 
+def test_lhw_s_eval_forms_play_the_latest_run_for_seconds_into_a_dated_video(tmp_path):
+    """`run_experiment.py eval --logdir DIR --ep-len S --out-dir V` as LearningHumanoidWalking documents it."""
+    import subprocess
+    import sys
+
+    logdir = tmp_path / "logs"
+    for seed, name in ((1, "older"), (2, "newer")):
+        assert run_ppolab("train", *TINY, "--n-itr", "1", "--seed", str(seed), "--logdir", str(logdir),
+                          "--run-name", name).returncode == 0  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "run_experiment.py", "eval", "--logdir", str(logdir), "--ep-len", "0.5", "--out-dir",
+         str(tmp_path / "videos"), "--episodes", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"playing the most recent, {logdir / 'newer'}" in proc.stdout
+    assert re.search(r"Episode 1: length (\d+)", proc.stdout).group(1) == "25"  # 0.5 s of 50 Hz control
+    videos = list((tmp_path / "videos").iterdir())
+    assert len(videos) == 1 and re.fullmatch(r"actor-\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\.mp4", videos[0].name)
+    assert videos[0].stat().st_size > 1000
+    latest = run_ppolab("eval", "--path", str(logdir), "--episodes", "1")
+    assert latest.returncode == 0 and f"playing the most recent, {logdir / 'newer'}" in latest.stdout
+    resume = run_ppolab("train", "--resume", str(logdir))
+    assert resume.returncode == 2 and f"ppolab train --resume {logdir / 'newer'}" in resume.stderr
+    both = run_ppolab("eval", "--logdir", str(logdir), "--ep-len", "1", "--max-steps", "5")
+    assert both.returncode == 2 and "keep one" in both.stderr
+
+
 def test_a_long_step_reports_progress_as_plain_lines_where_there_is_no_terminal():
     import io
 

@@ -6,6 +6,7 @@ import argparse
 import difflib
 import errno
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -79,11 +80,15 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
         "eval", help="evaluate a trained policy", description=EVAL_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    p.add_argument("--path", required=True, help="a run folder (uses its best actor.pt) or an actor .pt file")
+    p.add_argument("--path", help="a run folder (its best actor.pt), an actor .pt file, or a folder of runs "
+                   "(the latest)")  # fmt: skip
+    p.add_argument("--logdir", metavar="DIR", help="a folder of runs: play the most recent (LearningHumanoidWalking's)")
     p.add_argument("--episodes", type=int, default=5, help="episodes to run (default: 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default: 0)")
-    p.add_argument("--max-steps", type=int, help="episode horizon (default: the training horizon)")
+    p.add_argument("--max-steps", type=int, help="episode horizon in steps (default: the training horizon)")
+    p.add_argument("--ep-len", type=float, metavar="SECONDS", help="episode horizon in seconds (LHW's)")
     p.add_argument("--video", metavar="FILE.mp4", help="render the first episode offscreen to this file")
+    p.add_argument("--out-dir", metavar="DIR", help="render the first episode to DIR/<actor>-<date-time>.mp4 (LHW's)")
     p.add_argument("--filmstrip", metavar="FILE.png", help="render frames of the first episode side by side")
     p.add_argument("--frames", type=int, default=6, help="frames in the filmstrip (default: 6)")
     p.add_argument("--mode", choices=["standing", "in_place", "forward"], help="a walker: hold this mode")
@@ -257,6 +262,11 @@ def run_train(ns: argparse.Namespace) -> int:
         if not resume_dir.is_dir():
             raise UserError(f"--resume: {resume_dir} is not a folder")
         if not (resume_dir / "last.pt").is_file():
+            from ppolab.ppo.run_files import latest_run
+
+            if latest := latest_run(resume_dir, "last.pt"):  # a folder of runs: say which, never guess
+                raise UserError(f"--resume: {resume_dir} is a folder of runs; the most recent: "
+                                f"ppolab train --resume {shlex.quote(str(latest))}")  # fmt: skip
             raise UserError(f"--resume: {resume_dir / 'last.pt'} is missing; no completed iteration to resume from")
         cfg = load_config(resume_dir)
         if "n_itr" in given:
@@ -331,17 +341,45 @@ def run_eval(ns: argparse.Namespace) -> int:
         raise UserError(f"--max-steps: from 1 to {MAX_STEPS} (the steps of one episode)")
     if not 1 <= ns.frames <= 100:
         raise UserError("--frames: from 1 to 100")
-    _check_policy_file("--path", Path(ns.path))
-    from ppolab.ppo.playback import Command, check_picture_path, check_video_path, play
+    if ns.ep_len is not None and not (0 < ns.ep_len <= 3600):
+        raise UserError("--ep-len: seconds of one episode, above 0 and at most 3600")
+    if ns.ep_len is not None and ns.max_steps is not None:
+        raise UserError("--ep-len and --max-steps both set the horizon; keep one")
+    if ns.video and ns.out_dir:
+        raise UserError("--video and --out-dir both name the video; keep one")
+    path = _policy_path(ns)
+    _check_policy_file(path[0], path[1])
+    from ppolab.ppo.playback import Command, check_picture_path, check_video_path, play, video_in
 
-    if ns.video:
-        check_video_path(ns.video)
+    video = str(video_in(Path(ns.out_dir), path[1])) if ns.out_dir else ns.video
+    if video:
+        check_video_path(video)
     if ns.filmstrip:
         check_picture_path(ns.filmstrip)
     command = Command(ns.mode, ns.vx, ns.vy, ns.yaw_rate, ns.plan)
-    play(Path(ns.path), episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, video=ns.video,
+    play(path[1], episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, seconds=ns.ep_len, video=video,
          filmstrip=ns.filmstrip, frames=ns.frames, command=command)  # fmt: skip
     return 0
+
+
+def _policy_path(ns: argparse.Namespace) -> tuple[str, Path]:
+    """The flag and the policy it names: --path (a folder of runs: its latest, said so), or --logdir's latest."""
+    from ppolab.ppo.run_files import latest_run
+
+    if ns.path and ns.logdir:
+        raise UserError("--path and --logdir both name the policy; keep one")
+    if not ns.path and not ns.logdir:
+        raise UserError("name the policy: --path RUN_DIR_OR_ACTOR.pt, or --logdir DIR for its most recent run")
+    flag, given = ("--path", Path(ns.path)) if ns.path else ("--logdir", Path(ns.logdir))
+    if given.is_dir() and (flag == "--logdir" or not (given / "actor.pt").is_file()):
+        latest = latest_run(given, "actor.pt")
+        if latest is None:
+            if flag == "--logdir" or not any(given.glob("*.pt")):
+                raise UserError(f"{flag} {given}: no run with an actor.pt inside; train one, or name a run folder")
+        else:
+            print(f"{flag} {given}: a folder of runs; playing the most recent, {latest}", flush=True)
+            return flag, latest
+    return flag, given
 
 
 def _find_sweep(ns: argparse.Namespace) -> Path:

@@ -66,6 +66,8 @@ class WalkConfig(ClockedConfig):
     heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
                                 "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
     heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
+    heading_standing: bool = Field(False, description="the heading correction also while standing (the policy "
+                                   "then sees its heading error in every mode)")  # fmt: skip
     heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
     velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale")
     rewards: WalkRewards = WalkRewards()
@@ -122,7 +124,9 @@ class WalkTask(RobotTask):
         error = wrap_angle(self.heading_ref - self.heading)
         c = self.cfg
         correction = clamp(c.heading_gain * error, -c.heading_limit, c.heading_limit)
-        self.command[:, 0] = self.rate + np.where(self.mode == STANDING, 0.0, correction)
+        if not c.heading_standing:
+            correction = np.where(self.mode == STANDING, 0.0, correction)
+        self.command[:, 0] = self.rate + correction
         self.command[:, 1:] = self.velocity
         self.heading_error = error
 

@@ -3,7 +3,8 @@
 Episode returns say little about a gait: a policy can earn much of the walking reward
 standing still. These checks hold a command fixed and measure what a person would look
 at in a video. They start from states training never begins from (their own random
-stream, a random heading, 1.5 times training's noise on the leg angles, at least 0.02 rad)
+stream, a random heading, 1.5 times training's noise on the leg angles, at least 0.02 rad; a
+draw whose legs touch each other, which would end the episode at once, is drawn again)
 and run for horizons longer than training's episodes, with the policy's mean action.
 
 - walk (NAME_walk): forward at 75% of the command range's top speed for 10 s: every env stays
@@ -38,6 +39,7 @@ from ppolab.ppo.sampling_policy import SamplingPolicy
 
 START_NOISE = 0.02  # rad on each leg angle at the start, at least (1.5 x training's): states training never began from
 DRIFT_DEG = 5.0
+MAX_REDRAWS = 20  # a start state whose legs touch is drawn again (the episode would end at its first step)
 
 
 def _start(path: Path, n: int, overrides: dict | None = None, stream_slot: int = 0):
@@ -50,6 +52,10 @@ def _start(path: Path, n: int, overrides: dict | None = None, stream_slot: int =
         env = make_env(meta["env"], n, {**cfg, "init_yaw": (-math.pi, math.pi), "init_joint_noise": noise})
     for i in range(n):
         env.reset_one(i, slot_rng(0, CHECK_STREAM, stream_slot, i))
+        for k in range(1, MAX_REDRAWS + 1):  # legs drawn into each other: not a state a robot starts from
+            if not env.batch.self_contact[i]:
+                break
+            env.reset_one(i, slot_rng(0, CHECK_STREAM, stream_slot, i + k * n))
     return env, SamplingPolicy(sampling_params(actor))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import sys
 from dataclasses import dataclass
@@ -68,15 +69,24 @@ class Command:
         env.set_command(MODES.index(self.mode), yaw_rate=self.yaw_rate, vx=self.vx, vy=self.vy)
 
 
+def video_in(folder: Path, policy: Path) -> Path:
+    """LearningHumanoidWalking's video name for `eval --out-dir`: <actor file's stem>-<date-time>.mp4."""
+    stamp = dt.datetime.now().strftime("%Y-%m-%d-%H-%M-%S")
+    return folder / f"{ckpt.find_actor(policy).stem}-{stamp}.mp4"
+
+
 def play(
     path: Path, *, episodes: int, seed: int, max_steps: int | None, video: str | None, filmstrip: str | None = None,
-    frames: int = 6, command: Command = Command(), out: TextIO = sys.stdout,
+    frames: int = 6, command: Command = Command(), out: TextIO = sys.stdout, seconds: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """`seconds`, if given, sets the horizon in simulated time (LHW's --ep-len) instead of steps."""
     actor, meta = load_actor(path)
-    steps = max_steps or meta["max_traj_len"]
     params = sampling_params(actor)
     overrides = command.overrides(meta["env"], meta.get("env_config"))
     env = make_env(meta["env"], episodes, overrides)
+    steps = max_steps or meta["max_traj_len"]
+    if seconds is not None:
+        steps = max(1, round(seconds / env.cfg.control_dt))
     returns, lengths = evaluate(env, params, seed=seed, steps=steps, on_start=command.hold)
     out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
     for i, (r, n) in enumerate(zip(returns, lengths), start=1):

@@ -69,6 +69,21 @@ def _new_folder(cfg: TrainConfig) -> Path:
     raise RuntimeError(f"could not create a run folder under {root}")
 
 
+def latest_run(root: Path, need: str) -> Path | None:
+    """The most recently active run folder directly inside `root` that holds the file `need` (actor.pt to
+    play, last.pt to resume): a log root given where a run was meant, as LearningHumanoidWalking's
+    `eval --logdir` takes one. Activity is the newest of the run's metrics and checkpoints."""
+    try:
+        runs = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and (d / need).is_file()]
+    except OSError:
+        return None
+
+    def active(d: Path) -> float:
+        return max((d / f).stat().st_mtime for f in (need, "metrics.jsonl") if (d / f).is_file())
+
+    return max(runs, key=active, default=None)
+
+
 def reproduce_command(cfg: TrainConfig) -> str:
     """`ppolab train` with every setting that differs from the defaults, the seed always."""
     defaults = TrainConfig(env=cfg.env)
