@@ -343,8 +343,8 @@ def test_the_derived_mirror_signs_are_lhw_s():
 
 
 def test_a_robot_commanded_straight_is_told_to_turn_back_when_its_heading_drifts():
-    """The heading reference: an error of 0.1 rad asks for 0.1 rad/s back (gain 1) while stepping, never when
-    standing; the heading term pays less for it."""
+    """The heading reference: an error of 0.1 rad asks for 0.1 rad/s back (gain 1), standing too; with
+    heading_standing off, only while stepping (the policy then never sees a standing drift)."""
     from ppolab.envs.walk import FORWARD, STANDING
 
     env = make_env("jvrc_walk", 2)
@@ -361,7 +361,14 @@ def test_a_robot_commanded_straight_is_told_to_turn_back_when_its_heading_drifts
     env.set_command(STANDING)
     env.heading_ref += 0.1
     env._update_command()
-    np.testing.assert_array_equal(env.command[:, 0], 0.0)
+    np.testing.assert_allclose(env.command[:, 0], 0.1, atol=1e-9)
+    open_loop = make_env("jvrc_walk", 2, {"heading_standing": False})
+    for i in range(2):
+        open_loop.reset_one(i, np.random.default_rng(i))
+    open_loop.set_command(STANDING)
+    open_loop.heading_ref += 0.1
+    open_loop._update_command()
+    np.testing.assert_array_equal(open_loop.command[:, 0], 0.0)
 
 
 def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
