@@ -76,4 +76,7 @@ def env_names() -> list[str]:
 def make_env(name: str, num_envs: int, overrides: dict[str, Any] | None = None) -> BatchEnv:
     """Build a batch of `num_envs` instances of the named env, its configuration changed by `overrides`."""
     cls = env_class(name, overrides)
-    return cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)
+    env = cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)
+    if hasattr(env, "batch") and hasattr(env, "layout"):  # a humanoid: its noise groups exist, checked up front
+        env.batch.check_noise_groups(env.layout)
+    return env

@@ -1,7 +1,8 @@
 """`--yaml FILE`: override an env's configuration (gains, reward weights, timing, randomisation).
 
 The file holds a subset of the env's config keys, nested as in the env's config
-class; unknown keys are refused with the closest valid name. Every run folder
+class; unknown keys are refused with the closest valid name. LearningHumanoidWalking's own
+env files are read as they are (`lhw_yaml`). Every run folder
 keeps the full resolved configuration in `env.yaml` (with or without `--yaml`),
 which `--resume` reuses, and every saved policy carries it: a later change of an
 env's defaults never changes a run or a policy trained before it.
@@ -15,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ppolab.envs import ENVS, env_class
+from ppolab.envs import ENVS, env_class, lhw_yaml
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
 from ppolab.util.validation import did_you_mean, first_problem
@@ -82,6 +83,8 @@ def resolve(env: str, path: str | None, robot: str | None = None) -> dict[str, A
         raise UserError(f"--yaml {path}: no such file") from None
     except yaml_file.YamlFileError as exc:
         raise UserError(f"--yaml {exc}") from None
+    if lhw_yaml.is_lhw(data):  # LearningHumanoidWalking's envs/<robot>/configs/*.yaml, as it is
+        data = lhw_yaml.translate(data, env_class(env).Config, path)
     return validate(env, data, path)
 
 

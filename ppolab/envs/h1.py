@@ -76,6 +76,9 @@ class H1Env:
         self.batch = HumanoidBatch(self.model, layout, cfg, num_envs, nominal)
         self.num_envs = num_envs
         self.obs_dim, self.act_dim = 35, len(file.legs)
+        n = len(file.legs)  # named slices, as the robot tasks have them: per-group observation noise finds them
+        self.layout = {"root_orient": slice(0, 2), "root_ang_vel": slice(2, 5), "joint_pos": slice(5, 5 + n),
+                       "joint_vel": slice(5 + n, 5 + 2 * n), "joint_torque": slice(5 + 2 * n, 5 + 3 * n)}  # fmt: skip
         self.symmetry = None
 
     @property
@@ -95,7 +98,7 @@ class H1Env:
             [roll[:, None], pitch[:, None], b.qvel[:, 3:6], b.qpos[:, lay.leg_qpos], b.qvel[:, lay.leg_qvel], b.torque],
             axis=1,
         )
-        return b.noisy(obs)
+        return b.noisy(obs, self.layout)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b, cfg, w = self.batch, self.cfg, self.cfg.rewards

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from ppolab.envs.robot_model import SELF_CONTACT, TORQUE
+from ppolab.errors import UserError
 
 
 def _ordered(v: tuple[float, float]) -> tuple[float, float]:
@@ -65,6 +66,8 @@ class Perturbation(BaseModel):
     force: float = Field(10.0, ge=0, description="N: each component uniform in [-force, force]")
     torque: float = Field(2.0, ge=0, description="N m: each component uniform in [-torque, torque]")
     interval: float = Field(5.0, gt=0, description="mean seconds between draws")
+    bodies: list[str] = Field([], description="bodies that each get their own wrench, by the model's names (a "
+                              "welded body's goes to the body it is merged into); empty: the root")  # fmt: skip
 
 
 class Randomization(BaseModel):
@@ -99,8 +102,8 @@ class HumanoidConfig(BaseModel):
 
     physics_dt: float = Field(0.001, gt=0, le=0.1)
     control_dt: float = Field(0.025, gt=0, le=1.0, description="a whole multiple of physics_dt")
-    kp: Gains = Field(description="position gain per joint-name part (first match wins)")
-    kd: Gains = Field(description="velocity gain per joint-name part (first match wins)")
+    kp: Gains = Field(description="position gain per joint-name part (the longest matching part wins)")
+    kd: Gains = Field(description="velocity gain per joint-name part (the longest matching part wins)")
     armature: Gains = Field({}, description="reflected rotor inertia per joint-name part, kg m^2 (else the model's)")
     damping: Gains = Field({}, description="joint viscous damping per joint-name part, N m s/rad (else the model's)")
     visuals: bool = Field(False, description="load the robot's meshes (videos turn this on; physics is the same)")
@@ -121,6 +124,8 @@ class HumanoidConfig(BaseModel):
         "newton", description="MuJoCo's constraint solver (LearningHumanoidWalking: pgs, 50 iterations)"
     )
     solver_iterations: int = Field(100, gt=0, le=10_000, description="the solver's iteration cap")
+    joint_limits: bool = Field(True, description="the joints' range limits act (LearningHumanoidWalking's "
+                               "jointlimited: false turns them off)")  # fmt: skip
     terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
     joint_names: ClassVar[list[str]] = []  # the robot's servoed joints: a gain key must be part of one
 
@@ -213,13 +218,17 @@ class RobotLayout:
 SOLVERS = {"newton": mujoco.mjtSolver.mjSOL_NEWTON, "pgs": mujoco.mjtSolver.mjSOL_PGS, "cg": mujoco.mjtSolver.mjSOL_CG}
 
 
-def with_solver(model: mujoco.MjModel, cfg: HumanoidConfig) -> mujoco.MjModel:
-    """The model with the config's constraint solver: a copy where it differs, so a cached model stays as built."""
+def with_physics_settings(model: mujoco.MjModel, cfg: HumanoidConfig) -> mujoco.MjModel:
+    """The model with the config's constraint solver and joint limits: a copy where they differ, so a cached
+    model stays as built."""
     solver = SOLVERS[cfg.solver]
-    if model.opt.solver == solver and model.opt.iterations == cfg.solver_iterations:
+    limits_off = not cfg.joint_limits and bool(model.jnt_limited.any())
+    if model.opt.solver == solver and model.opt.iterations == cfg.solver_iterations and not limits_off:
         return model
     model = copy.copy(model)
     model.opt.solver, model.opt.iterations = solver, cfg.solver_iterations
+    if limits_off:
+        model.jnt_limited[:] = 0
     return model
 
 
@@ -239,7 +248,7 @@ class HumanoidBatch:
         nominal_qpos: np.ndarray,
         own_models: bool = False,
     ) -> None:
-        model = with_solver(model, cfg)
+        model = with_physics_settings(model, cfg)
         self.base = model
         self.layout = layout
         self.cfg = cfg
@@ -262,6 +271,7 @@ class HumanoidBatch:
         self.sensors = np.zeros((n, model.nsensordata))  # the task's sensors, leg torques and self-contact
         self.root_acc = np.zeros((n, 3))  # linear acceleration of the free joint (qacc[0:3])
         self._act_qpos = np.array([model.jnt_qposadr[model.actuator_trnid[a, 0]] for a in range(model.nu)])
+        self._pushed = self._perturbed_bodies(model, cfg.randomization.perturbation.bodies)
         randomised = np.concatenate([[layout.root_body], layout.leg_bodies])
         self._dyn_bodies = np.unique(randomised)  # LHW's: the root and the leg bodies
         # views into each MjData's memory, made once: the step loop does no attribute lookups.
@@ -273,6 +283,20 @@ class HumanoidBatch:
         self._views = [
             (d, d.ctrl, d.qpos, d.qvel, d.sensordata, d.qacc[0:3], d.xmat[layout.upper_body, 8:9]) for d in self.datas
         ]
+
+    def _perturbed_bodies(self, model: mujoco.MjModel, names: list[str]) -> list[int]:
+        """The body ids LHW's random wrenches act on: the named ones (merged ones found), or the root."""
+        from ppolab.envs.robot_model import body_id
+
+        ids = []
+        for name in names:
+            found = body_id(model, name)
+            if found is None or found == 0:
+                bodies = ", ".join(model.body(i).name for i in range(1, model.nbody))
+                raise UserError(f"randomization.perturbation.bodies: no body {name!r} in the model; its bodies: "
+                                f"{bodies}")  # fmt: skip
+            ids.append(found)
+        return ids or [self.layout.root_body]
 
     @property
     def torque(self) -> np.ndarray:
@@ -364,8 +388,10 @@ class HumanoidBatch:
         r, dt, rng = self.cfg.randomization, self.cfg.control_dt, self.rngs[i]
         p = r.perturbation
         if p.enabled and rng.random() < dt / p.interval:
-            d.xfrc_applied[self.layout.root_body, :3] = rng.uniform(-p.force, p.force, 3)
-            d.xfrc_applied[self.layout.root_body, 3:] = rng.uniform(-p.torque, p.torque, 3)
+            d.xfrc_applied[self._pushed] = 0.0
+            for body in self._pushed:  # two named bodies merged into one: their wrenches add up on it
+                d.xfrc_applied[body, :3] += rng.uniform(-p.force, p.force, 3)
+                d.xfrc_applied[body, 3:] += rng.uniform(-p.torque, p.torque, 3)
             if rng.random() < 0.5:
                 d.xfrc_applied[:] = 0.0
         if r.redraw_interval is not None and rng.random() < dt / r.redraw_interval:
@@ -388,14 +414,23 @@ class HumanoidBatch:
         self.qpos[i], self.qvel[i], self.sensors[i], self.root_acc[i], self.upper_z[i] = q, v, s, acc, z[0]
 
     # -- observations -----------------------------------------------------------
+    def check_noise_groups(self, groups: dict[str, slice] | None) -> None:
+        """Noise per group names groups of the task's observation: one it does not have would add nothing."""
+        noise = self.cfg.randomization.obs_noise
+        for name in noise if isinstance(noise, dict) and self.cfg.randomization.enabled else []:
+            if name not in (groups or {}):
+                raise UserError(f"randomization.obs_noise.{name}: this task observes no such group; its "
+                                f"groups: {', '.join(groups or {}) or 'none (give one std instead)'}")  # fmt: skip
+
     def noisy(self, obs: np.ndarray, groups: dict[str, slice] | None = None) -> np.ndarray:
         """Observation noise: Gaussian on every entry, or LHW's uniform noise per named group."""
         r = self.cfg.randomization
         noise = r.obs_noise if r.enabled else 0.0
         if isinstance(noise, dict):
             half = np.zeros(obs.shape[1])
+            self.check_noise_groups(groups)
             for name, width in noise.items():
-                half[(groups or {}).get(name, slice(0, 0))] = width
+                half[groups[name]] = width
             u = np.empty(obs.shape)
             for rng, row in zip(self.rngs, u):  # each env's own generator, into its row: no per-env arrays
                 rng.random(out=row)

@@ -91,7 +91,8 @@ class Mirror(Frozen):
 
 
 class Nominal(Frozen):
-    """The standing pose: a keyframe of the model, and/or joint values by joint-name part (first match wins)."""
+    """The standing pose: a keyframe of the model, and/or joint values by joint-name part (the longest
+    matching part wins)."""
 
     keyframe: str | None = None
     joints: dict[str, float] = {}

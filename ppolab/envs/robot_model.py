@@ -34,12 +34,15 @@ TOUCH_MARGIN = (0.005, 0.005, 0.01)  # the touch box around a sole's collision s
 NOMINAL = "nominal:"  # numerics of a built model: each joint's nominal angle
 STAIR_HALF = (0.15, 0.6, 0.5)  # box half-sizes of one stair tread, m
 TORQUE = "torque:"  # sensors of a built model: each leg servo's force
+MERGED = "merged:"  # text elements of a built model: the body a welded body was merged into
 SELF_CONTACT = "self_contact"  # sensor: the number of contacts between two parts of the robot (0 or 1)
 
 
-def first_match(table: dict[str, float], joint: str) -> float | None:
-    """The value of the first joint-name part of `table` that is in `joint` (None: no part matches)."""
-    return next((v for part, v in table.items() if part in joint), None)
+def part_value(table: dict[str, float], joint: str) -> float | None:
+    """The value of the longest joint-name part of `table` that is in `joint` (None: no part matches): a
+    whole joint name (`R_HIP_P: 150`) beats a family (`HIP: 200`), whatever their order in the file."""
+    parts = [part for part in table if part in joint]
+    return table[max(parts, key=len)] if parts else None
 
 
 @dataclass(frozen=True)
@@ -139,13 +142,14 @@ def _check_names(robot: RobotFile, model: mujoco.MjModel) -> None:
 
 
 def nominal_joints(robot: RobotFile, model: mujoco.MjModel) -> dict[str, float]:
-    """Every hinge or slide joint's nominal value: the keyframe's, then the file's parts (first match wins)."""
+    """Every hinge or slide joint's nominal value: the keyframe's, then the file's parts (the longest
+    matching part wins)."""
     key = model.key(robot.nominal.keyframe).qpos if robot.nominal.keyframe else model.qpos0
     out = {}
     for j in range(model.njnt):
         if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
             name = model.joint(j).name
-            value = first_match(robot.nominal.joints, name)
+            value = part_value(robot.nominal.joints, name)
             out[name] = float(key[model.jnt_qposadr[j]] if value is None else value)
     return out
 
@@ -189,7 +193,7 @@ def _edit_joints(robot: RobotFile, spec: mujoco.MjSpec, model0: mujoco.MjModel, 
             continue
         if joint.name not in robot.legs:
             held.append(joint.name)
-        armature, damping = first_match(p.armature, joint.name), first_match(p.damping, joint.name)
+        armature, damping = part_value(p.armature, joint.name), part_value(p.damping, joint.name)
         if armature is not None:
             joint.armature = armature
         if damping is not None:
@@ -215,7 +219,7 @@ def _torque_limits(robot: RobotFile, spec: mujoco.MjSpec, path: Path, joints: li
     if limit is None:
         return None
     if isinstance(limit, dict):
-        out = {j: first_match(limit, j) for j in joints}
+        out = {j: part_value(limit, j) for j in joints}
         return {j: v for j, v in out.items() if v is not None}
     out = {}
     if path.suffix.lower() == ".urdf":
@@ -241,12 +245,12 @@ def add_servos(
 ) -> None:
     """A PD position servo on each joint (gain kp, bias -kp q - kd qdot), torque-clamped where a limit is given."""
     for field, table in (("kp", p.kp), ("kd", p.kd)):
-        missing = [j for j in joints if first_match(table, j) is None]
+        missing = [j for j in joints if part_value(table, j) is None]
         if missing:
             raise UserError(f"{robot.where('gains.' + field)}: no gain for joint {missing[0]!r} (the servoed joints: "
                             "legs, and the others where others: hold); add a part of its name")  # fmt: skip
     for name in joints:
-        kp, kd = first_match(p.kp, name), first_match(p.kd, name)
+        kp, kd = part_value(p.kp, name), part_value(p.kd, name)
         act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
         act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
@@ -325,7 +329,37 @@ def build(robot_json: dict[str, Any], physics_dt: float, kp: dict, kd: dict, arm
         height = _add_sensors(robot, spec, model1, nominal_joints(robot, model0))
         add_scene(spec, spec.body(robot.root), size=height)
         spec.compiler.fusestatic = True  # welded bodies become one: fewer bodies to step
+        _name_merged_bodies(spec, model1)
         return spec.compile()
+
+
+def _name_merged_bodies(spec: mujoco.MjSpec, unfused: mujoco.MjModel) -> None:
+    """A text element `merged:<body>` naming the body each welded body is merged into by fusestatic: a
+    setting that names a body by its model's name (LHW's perturbation bodies) still finds it."""
+    fused = spec.copy().compile()
+    kept = {fused.body(i).name for i in range(fused.nbody)}
+    for i in range(1, unfused.nbody):
+        name = unfused.body(i).name
+        if not name or name in kept:
+            continue
+        parent = i
+        while unfused.body(parent).name not in kept:
+            parent = int(unfused.body_parentid[parent])
+        spec.add_text(name=MERGED + name, data=unfused.body(parent).name or "world")
+
+
+def body_id(model: mujoco.MjModel, name: str) -> int | None:
+    """The id of the body `name` in a built model, or of the body it was merged into (None: no such body)."""
+    try:
+        return int(model.body(name).id)
+    except KeyError:
+        pass
+    for k in range(model.ntext):
+        if mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_TEXT, k) == MERGED + name:
+            start = int(model.text_adr[k])
+            target = bytes(model.text_data[start : start + int(model.text_size[k]) - 1]).decode()
+            return body_id(model, target)
+    return None
 
 
 def posed(model: mujoco.MjModel, nominal: dict[str, float]) -> mujoco.MjData:
@@ -468,8 +502,9 @@ class Robot:
     height: float  # root height at the nominal pose, m
 
 
-def load(robot: RobotFile, p: BuildParams) -> Robot:
-    """The robot's task model (cached), its nominal pose standing on the floor, its mirror and weight."""
+def load(robot: RobotFile, p: BuildParams, pose: dict[str, float] | None = None) -> Robot:
+    """The robot's task model (cached), its nominal pose standing on the floor, its mirror and weight.
+    `pose`: leg joint angles by joint-name part that replace the robot file's (a task's nominal_pose)."""
     params = {"robot_json": robot.model_dump(mode="json"), "physics_dt": p.physics_dt, "kp": p.kp, "kd": p.kd,
               "armature": p.armature, "damping": p.damping, "visuals": p.visuals, "stairs": p.stairs}  # fmt: skip
     model = load_or_build(f"robot-{robot.name}", [robot.model_path()], build, params)
@@ -478,6 +513,9 @@ def load(robot: RobotFile, p: BuildParams) -> Robot:
         name = model.numeric(k).name
         if name.startswith(NOMINAL):
             qpos[model.joint(name[len(NOMINAL) :]).qposadr[0]] = model.numeric_data[model.numeric_adr[k]]
+    for leg in robot.legs if pose else []:
+        if (value := part_value(pose, leg)) is not None:
+            qpos[model.joint(leg).qposadr[0]] = value
     data = mujoco.MjData(model)
     data.qpos[:] = qpos
     mujoco.mj_kinematics(model, data)

@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field, ValidationError, create_model, model_validator
 
 from ppolab.envs.gait_clock import check_half_cycle
-from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, roll_pitch
+from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_model import BuildParams, Robot, load
 from ppolab.envs.symmetry import SignedPermutation, Symmetry
@@ -34,6 +34,16 @@ class RobotTaskConfig(HumanoidConfig):
         None, description="the episode ends with the root outside this, m (null: 0.75 to 1.75 x the goal height)"
     )
     observe_torque: bool = Field(False, description="the leg joints' torques are part of the observation")
+    nominal_pose: dict[str, float] = Field({}, description="leg joint angles (rad) by joint-name part, "
+                                           "replacing the robot file's nominal pose (the zero action)")  # fmt: skip
+
+    @model_validator(mode="after")
+    def _pose_keys_name_joints(self) -> RobotTaskConfig:
+        try:
+            check_gain_keys(self.nominal_pose, type(self).joint_names)
+        except ValueError as exc:
+            raise ValueError(f"nominal_pose: {exc}") from None
+        return self
 
     def heights(self, nominal: float) -> tuple[float, tuple[float, float]]:
         goal = self.goal_height or nominal
@@ -89,7 +99,7 @@ def config_class(base: type[RobotTaskConfig], robot: RobotFile, task: str, embed
 
 def build_robot(file: RobotFile, cfg: HumanoidConfig, stairs: int = 0) -> Robot:
     params = BuildParams(cfg.physics_dt, cfg.kp, cfg.kd, cfg.armature, cfg.damping, cfg.visuals, stairs)
-    return load(file, params)
+    return load(file, params, getattr(cfg, "nominal_pose", None))
 
 
 class RobotTask:

@@ -71,7 +71,9 @@ class WalkConfig(ClockedConfig):
     heading_standing: bool = Field(True, description="the heading correction also while standing (the policy "
                                    "sees its heading error in every mode; false: only while stepping)")  # fmt: skip
     heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
-    velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale")
+    velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, ahead")
+    lateral_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, sideways (a "
+                                 "crab walk drifts off the line while the heading holds)")  # fmt: skip
     rewards: WalkRewards = WalkRewards()
 
 
@@ -202,7 +204,8 @@ class WalkTask(RobotTask):
             "root_accel": np.exp(-0.25 * (np.abs(qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
             "height": np.exp(-40.0 * height_err**2),
             "velocity": np.exp(-10.0 * (v_err * v_err).sum(1)),
-            "velocity_fine": np.exp((v_avg_err * v_avg_err).sum(1) * (-1.0 / c.velocity_scale**2)),
+            "velocity_fine": np.exp(-((v_avg_err[:, 0] / c.velocity_scale) ** 2)
+                                    - (v_avg_err[:, 1] / c.lateral_scale) ** 2),
             "yaw_rate": np.exp(-10.0 * np.abs(qvel[:, 5] - cmd[:, 0]) ** 3),
             "heading": np.exp(-((self.heading_error * (1.0 / c.heading_scale)) ** 2)),
             "upper_body": np.exp(-10.0 * np.sqrt((head * head).sum(1))),
