@@ -276,3 +276,26 @@ def test_ctrl_c_before_the_first_iteration_removes_the_empty_run_folder(tmp_path
     assert proc.wait(60) == 130
     assert "No iteration had completed: removed the run folder" in rest and "--resume" not in rest
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("after", ["config.yaml", "run.json", "metrics.jsonl"])
+def test_ctrl_c_while_the_run_folder_is_being_set_up_leaves_nothing_behind(tmp_path, after):
+    """Earlier than the warm-up: between the folder's first files and its logs. The moment is an event (a file
+    of the folder appearing), not a sleep; either nothing is left or a run --resume continues."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    argv = ["train", "--env", "cartpole", "--n-itr", "3", "--logdir", str(tmp_path), "--no-lock"]
+    proc = subprocess.Popen([sys.executable, "-m", "ppolab", *argv], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})  # fmt: skip
+    deadline = time.time() + 60
+    while not list(tmp_path.glob(f"*/{after}")):
+        assert proc.poll() is None and time.time() < deadline, f"the run never wrote {after}"
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    left = list(tmp_path.iterdir())
+    assert left == [] or (left[0] / "last.pt").is_file(), [p.name for p in left[0].iterdir()]

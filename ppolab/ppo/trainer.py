@@ -291,29 +291,36 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         record_resume(run_dir, start_itr)
     else:
         run_dir = create_run_dir(cfg)
-        write_run_files(run_dir, cfg, system)
-        env_config.save(run_dir, env_overrides)
-    log_file = open(run_dir / "train.log", "a")
-    console = Console(tee=log_file, out=out)
-    sampler.say = console.line  # a replaced Ray worker is reported in the log
-    console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn))
-    if critic_elsewhere is not None:
-        console.line("Update: the critic's epochs in a second process, beside the actor's")
-    for note in notes:
-        console.line(note)
-    tracker = Tracker(cfg, run_dir, say=console.line)
-    metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None, tracker=tracker,
-                         restore=restore)  # fmt: skip
-    for note in metrics.notes:
-        console.line(note)
-    if resume_dir is None:
-        metrics.describe(cfg)
-    eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
-    return Session(
-        cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
-        metrics, eval_env, start_itr, total_steps, prior_time, best, fresh=resume_dir is None,
-        critic_elsewhere=critic_elsewhere, mirror=mirror, steps=steps,
-    )  # fmt: skip
+    try:  # Ctrl-C (or a failure) before the first iteration: a new run folder holds nothing, it goes
+        if resume_dir is None:
+            write_run_files(run_dir, cfg, system)
+            env_config.save(run_dir, env_overrides)
+        log_file = open(run_dir / "train.log", "a")
+        console = Console(tee=log_file, out=out)
+        sampler.say = console.line  # a replaced Ray worker is reported in the log
+        console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn))
+        if critic_elsewhere is not None:
+            console.line("Update: the critic's epochs in a second process, beside the actor's")
+        for note in notes:
+            console.line(note)
+        tracker = Tracker(cfg, run_dir, say=console.line)
+        metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None, tracker=tracker,
+                             restore=restore)  # fmt: skip
+        for note in metrics.notes:
+            console.line(note)
+        if resume_dir is None:
+            metrics.describe(cfg)
+        eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
+        return Session(
+            cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
+            metrics, eval_env, start_itr, total_steps, prior_time, best, fresh=resume_dir is None,
+            critic_elsewhere=critic_elsewhere, mirror=mirror, steps=steps,
+        )  # fmt: skip
+    except BaseException:
+        sampler.close()
+        if resume_dir is None:
+            discard_new_run(run_dir)
+        raise
 
 
 def header_tables(cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str, device, seed_drawn: bool):
@@ -437,6 +444,14 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
             closer()
         except OSError:  # a full disk: what could be written is; the checkpoint is the last good one
             pass
-    if empty and (s.run_dir / MARKER).is_file():
-        shutil.rmtree(s.run_dir, ignore_errors=True)
+    if empty and discard_new_run(s.run_dir):
         print(f"No iteration had completed: removed the run folder {s.run_dir}", file=s.console.out)
+
+
+def discard_new_run(run_dir: Path) -> bool:
+    """Remove a run folder this process made and never completed an iteration in (its marker says it is
+    ppolab's): nothing in it could be resumed. True if it was removed."""
+    if (run_dir / MARKER).is_file() and not (run_dir / "last.pt").exists():
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return True
+    return False
