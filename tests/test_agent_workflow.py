@@ -139,9 +139,13 @@ def test_a_renamed_flag_would_fail_the_parse_test(capsys):
 def as_json(*args: str, cwd: Path | None = None, env: dict | None = None) -> dict:
     proc = run_ppolab(*args, cwd=cwd, env=env)
     assert proc.returncode in (0, 1), proc.stderr
-    data = json.loads(proc.stdout)
+    data = json.loads(proc.stdout, parse_constant=_not_json)  # strict: NaN and Infinity are not JSON
     assert data["schema_version"] == 1
     return data
+
+
+def _not_json(constant: str):
+    raise AssertionError(f"{constant} in JSON output: strict parsers reject it")
 
 
 def test_json_of_doctor_matrix_and_repro(trained_run):
@@ -173,6 +177,10 @@ def test_json_of_sweep_list_info_status_dry_run_and_compare(tmp_path):
     assert cmp["control"] == "control" and cmp["verdict"]["result"] == "inconclusive"
     assert cmp["verdict"]["why"].startswith("not decided") and cmp["tests"][0]["decision"] == "significant"
     assert next(r for r in cmp["runs"] if r["name"] == "fast-s3")["finished"] is False
+    synthetic.write_sweep(root / "one", {"control": {"lr": 1e-3}, "fast": {"lr": 3e-3}}, [1],
+                          {"control": [300], "fast": [400]})  # fmt: skip
+    one = as_json("compare", str(root / "one"), "--json")  # one seed each: spreads undefined, written null
+    assert one["control"] == "control"
     refused = run_ppolab("sweep", str(root / "syn"), "--json")
     assert refused.returncode == 2 and "--json goes with" in refused.stderr
 

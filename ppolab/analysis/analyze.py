@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
-from ppolab.util import yaml_file
+from ppolab.util import strict_json, yaml_file
 from ppolab.util.validation import first_problem
 
 
@@ -57,21 +56,10 @@ def analyze(path: Path, thresholds: Thresholds) -> list[tuple[str, RunSummary]]:
     return out
 
 
-def _clean(value):
-    """JSON for scripts: non-finite numbers become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
-
-
 def to_json(results: list[tuple[str, RunSummary]], sweep: bool) -> str:
     if sweep:
-        return json.dumps([_clean({"run": name, **s.as_dict()}) for name, s in results], indent=2)
-    return json.dumps(_clean(results[0][1].as_dict()), indent=2)
+        return strict_json.dumps([{"run": name, **s.as_dict()} for name, s in results], indent=2)
+    return strict_json.dumps(results[0][1].as_dict(), indent=2)
 
 
 def _num(v, fmt: str = ".1f") -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import types
 import typing
@@ -13,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ppolab.errors import UserError, one_line
 from ppolab.ppo.config import TrainConfig, flag
+from ppolab.util import strict_json
 from ppolab.util.validation import first_problem
 
 
@@ -116,7 +116,7 @@ def build(model: type[BaseModel], values: dict[str, Any]) -> BaseModel:
 
 def print_json(command: str, payload: dict) -> None:
     """Machine-readable output: one JSON object with its schema version and the command (see the README)."""
-    print(json.dumps({"schema_version": 1, "command": command, **payload}, indent=2, default=str))
+    print(strict_json.dumps({"schema_version": 1, "command": command, **payload}, indent=2, default=str))
 
 
 def train_defaults(flags: list[str], option: str) -> dict:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.util import strict_json
 
 HELP = """A robot file is one YAML that makes a humanoid trainable: its model (MJCF or URDF), legs, feet,
 root and head, nominal pose, PD gains, rates and left/right naming (see ppolab/envs/robots/*.yaml
@@ -49,7 +49,7 @@ def run_robots(ns: argparse.Namespace) -> int:
 
     result = check(file, picture)
     if ns.json:
-        print(json.dumps({"schema_version": 1, **result}, indent=2))
+        print(strict_json.dumps({"schema_version": 1, **result}, indent=2))
     else:
         _print_check(result)
     return 0 if result["passed"] else 1
