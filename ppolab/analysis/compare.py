@@ -39,6 +39,7 @@ from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
 from ppolab.ppo.run_files import read_config
 from ppolab.util import tables
+from ppolab.util.tables import count
 
 NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
 DEFAULT_MIN_EFFECT = 0.1  # of the control's mean |final reward|, when the sweep gives no metadata.min_effect
@@ -225,7 +226,7 @@ def missing_seeds(configs: list[Configuration]) -> list[str]:
 
 def describe_test(t: Test, control: Configuration, margin_text: str, k: int) -> str:
     d, c = t.diff, t.config
-    n = f"{len(c.scores)} vs {len(control.scores)} seeds"
+    n = f"{len(c.scores)} vs {count(len(control.scores), 'seed')}"
     if not d.testable:
         return f"*Estimate:* {c.label} vs {control.label}: {d.value:+.1f} final reward ({n}: too few seeds to test)."
     ci = f"95% CI [{d.low:+.1f}, {d.high:+.1f}]"
@@ -378,8 +379,8 @@ def _best(configs: list[Configuration], ts: list[Test]) -> str | None:
     top = max(scored, key=lambda c: c.scores.mean())
     return (
         f"*Estimate:* the highest mean final reward is {top.label}'s ({top.scores.mean():.1f} over "
-        f"{len(top.scores)} seeds); no configuration differs significantly from the control, so this ranks noise "
-        "as much as configurations and decides nothing."
+        f"{count(len(top.scores), 'seed')}); no configuration differs significantly from the control, so this "
+        "ranks noise as much as configurations and decides nothing."
     )
 
 
@@ -390,7 +391,7 @@ def compare(runs: list[Run], min_effect_value: float | None = None) -> str:
     ts = tests(configs, margin)
     out = ["## Comparison", "", table(runs, control.params), "", "## Analysis", ""]
     judged = [r for c in configs for r in c.judged]
-    out.append(f"- Judged: {len(judged)} of {len(runs)} runs, the finished ones.")
+    out.append(f"- Judged: {len(judged)} of {count(len(runs), 'run')}, the finished ones.")
     for r in runs:
         if not r.finished:
             out.append(f"- Not judged: {r.name}: {r.status}. Kept out of every statistic below.")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.util.tables import count
 
 
 def add_launch_flags(p: argparse.ArgumentParser, workers: int = 1) -> None:
@@ -103,7 +104,7 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
             raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
         how = "one at a time" if workers == 1 else f"{workers} at a time"
         how = "on the Ray cluster" if executor == "ray" else how
-        answer = input(f"Launch {len(planned)} runs, {how}? [y/N] ").strip().lower()
+        answer = input(f"Launch {count(len(planned), 'run')}, {how}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("Not launched." + (" Nothing was written." if write else ""))
             return 1

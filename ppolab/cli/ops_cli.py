@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.util.seeds import SEEDS_HELP, parse_seeds, seeds_arg
+from ppolab.util.tables import count
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -268,7 +269,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
             print(f"# needs the sweep folder {sweep_dir}: write it with --write, then `ppolab slurm {sweep_dir}`")
         return 0
     sweep_dir = write_sweep(Path(ns.root), name, doc)
-    print(f"Sweep file: {sweep_dir / 'sweep.yaml'} ({len(matrix.cells())} runs, seed-major)")
+    print(f"Sweep file: {sweep_dir / 'sweep.yaml'} ({count(len(matrix.cells()), 'run')}, seed-major)")
     if ns.workers == 0:
         return 0
     return launch(sweep_dir, ns)
@@ -323,11 +324,11 @@ def run_slurm(ns: argparse.Namespace) -> int:
     script = slurm.render_script(sweep_dir, sweep_name(sweep_dir), indices, res)
     if not ns.submit:
         print(script)
-        print(f"# {len(indices)} array tasks. To submit: ppolab slurm {sweep_dir} --submit")
+        print(f"# {count(len(indices), 'array task')}. To submit: ppolab slurm {sweep_dir} --submit")
         print(f"#   (writes {sweep_dir / slurm.SCRIPT_NAME}, then: sbatch {sweep_dir / slurm.SCRIPT_NAME})")
         return 0
     job_id = slurm.submit(sweep_dir, sweep_name(sweep_dir), planned, script, indices)
-    print(f"Submitted Slurm job {job_id}: {len(indices)} array tasks, one per run.")
+    print(f"Submitted Slurm job {job_id}: {count(len(indices), 'array task')}, one per run.")
     print(f"Follow it: ppolab sweep {sweep_dir} --status")
     return 0
 

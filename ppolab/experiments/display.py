@@ -14,7 +14,7 @@ from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import STATE_FILE, SweepState
-from ppolab.util.tables import table
+from ppolab.util.tables import count, table
 
 
 def info_data(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> dict:
@@ -108,7 +108,7 @@ def sweep_line(rows: list[dict]) -> str:
     paces = [r["s_per_iteration"] for r in rows if r.get("s_per_iteration")]
     left = sum(r["n_itr"] - r["iteration"] for r in rows if r["state"] not in ("done", "failed"))
     eta = "-" if not left else duration(left * sum(paces) / len(paces)) if paces else "unknown until a run starts"
-    return f"Sweep: {done}/{len(rows)} runs done, {left:,} iterations left, ETA {eta}"
+    return f"Sweep: {done}/{len(rows)} runs done, {count(left, 'iteration')} left, ETA {eta}"
 
 
 def duration(seconds: float | None) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppolab.errors import UserError
+from ppolab.util.tables import count
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Matrix:
     def listing(self) -> str:
         cmds = self.commands()
         head = (
-            f"# {len(cmds)} commands: {len(self.env_ids)} envs x {len(self.seeds)} seeds "
+            f"# {count(len(cmds), 'command')}: {count(len(self.env_ids), 'env')} x {count(len(self.seeds), 'seed')} "
             f"({self.seeds[0]}..{self.seeds[-1]}), seed-major"
         )
         return "\n".join([head, *cmds])

@@ -18,6 +18,7 @@ from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
 from ppolab.ppo.rollout import evaluate
 from ppolab.util.progress import Progress
+from ppolab.util.tables import count
 
 
 def load_actor(path: Path) -> tuple[Actor, dict]:
@@ -92,7 +93,7 @@ def play(
     for i, (r, n) in enumerate(zip(returns, lengths), start=1):
         out.write(f"Episode {i}: length {int(n)}, return {r:.3f}\n")
     out.write(
-        f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {episodes} episodes "
+        f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {count(episodes, 'episode')} "
         f"(mean length {lengths.mean():.1f})\n"
     )
     if video or filmstrip:

@@ -40,6 +40,7 @@ from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import FusedSteps, Hyper, Mirror, ppo_update
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
+from ppolab.util.tables import count
 
 UPDATE_STREAM = 3
 WARMUP_ITERATIONS = 1
@@ -298,7 +299,8 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         log_file = open(run_dir / "train.log", "a")
         console = Console(tee=log_file, out=out)
         sampler.say = console.line  # a replaced Ray worker is reported in the log
-        console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn))
+        console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn,
+                                      probe.symmetry is not None))  # fmt: skip
         if critic_elsewhere is not None:
             console.line("Update: the critic's epochs in a second process, beside the actor's")
         for note in notes:
@@ -323,7 +325,9 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         raise
 
 
-def header_tables(cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str, device, seed_drawn: bool):
+def header_tables(
+    cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str, device, seed_drawn: bool, has_symmetry: bool
+):
     """The console header's two tables (LHW's layout): the machine, then the run's settings."""
     seed = cfg.seed
     machine = {
@@ -336,7 +340,7 @@ def header_tables(cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str
     settings = {
         "Environment": cfg.env,
         "Log directory": str(run_dir.resolve()),
-        "Num processes": f"{cfg.num_procs} (x {cfg.num_envs_per_worker} envs; sampled by {sampled_by})",
+        "Num processes": f"{cfg.num_procs} (x {count(cfg.num_envs_per_worker, 'env')}; sampled by {sampled_by})",
         "Learning rate": str(cfg.lr),
         "Max trajectory length": str(cfg.max_traj_len),
         "Iterations": str(cfg.n_itr),
@@ -345,6 +349,8 @@ def header_tables(cfg: TrainConfig, system: dict, run_dir: Path, sampled_by: str
         "Device": str(device),
         **{k: str(v) for k, v in cfg.model_dump().items() if k not in ("env", "lr", "n_itr", "seed")},
     }
+    if cfg.mirror and not has_symmetry:  # asked for (the default), but the env has no left and right
+        settings["mirror"] = f"off ({cfg.env} has no mirror symmetry)"
     return machine, settings
 
 
