@@ -251,6 +251,8 @@ def test_a_run_that_fails_uses_a_retry(tmp_path, lock_dir):
     (d / "sweep.yaml").write_text(text)  # clip03 fails at its start: its --yaml file does not exist
     first = run(str(d), "--yes", "--max-retries", "1")
     assert "Run 2/2 clip03-s1: failed" in first.stdout and state_of(d)["clip03-s1"]["failures"] == 1
+    assert "(exit code 2: --yaml missing.yaml: no such file)" in first.stdout  # the reason, not only the code
+    assert state_of(d)["clip03-s1"]["reason"] == "exit code 2: --yaml missing.yaml: no such file"
     retry = run(str(d), "--yes", "--max-retries", "1")  # a relaunch retries a failed run: one retry
     assert "Starting Run 2/2: clip03-s1" in retry.stdout and state_of(d)["clip03-s1"]["failures"] == 2
     again = run(str(d), "--yes", "--max-retries", "1")

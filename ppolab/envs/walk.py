@@ -68,6 +68,9 @@ class WalkConfig(ClockedConfig):
     heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
                                 "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
     heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
+    lateral_gain: float = Field(0.0, ge=0, le=20, description="m/s of sideways command per m off the line "
+                                "walked in the forward mode (0: none)")  # fmt: skip
+    lateral_limit: float = Field(0.1, gt=0, description="m/s: the line correction's largest sideways command")
     heading_standing: bool = Field(True, description="the heading correction also while standing (the policy "
                                    "sees its heading error in every mode; false: only while stepping)")  # fmt: skip
     heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
@@ -94,6 +97,7 @@ class WalkTask(RobotTask):
         self.rate = np.zeros(n)  # the mode's yaw rate (in place)
         self.velocity = np.zeros((n, 2))  # the mode's vx, vy (forward)
         self.heading_ref = np.zeros(n)
+        self.line_origin = np.zeros((n, 2))  # where the mode started: the forward mode walks the line through it
         self.command = np.zeros((n, 3))  # what the policy observes: yaw rate (with the correction), vx, vy
         self.v_avg = np.zeros((n, 2))  # body-frame velocity, averaged
         self.prev_torque = np.zeros((n, self.n_legs))
@@ -112,6 +116,7 @@ class WalkTask(RobotTask):
         self.rate[i] = rng.uniform(*c.turn_rate) if mode == IN_PLACE else 0.0
         self.velocity[i] = [rng.uniform(*c.forward_speed), rng.uniform(*c.lateral_speed)] if mode == FORWARD else 0.0
         self.heading_ref[i] = yaw(self.batch.qpos[i : i + 1, 3:7])[0]  # a new mode starts from where it faces
+        self.line_origin[i] = self.batch.qpos[i, :2]
 
     def set_command(self, mode: int, yaw_rate: float = 0.0, vx: float = 0.0, vy: float = 0.0) -> None:
         """Every env in `mode` with this command, held: the mode never switches (checks, videos)."""
@@ -120,10 +125,12 @@ class WalkTask(RobotTask):
         self.rate[:] = yaw_rate
         self.velocity[:] = [vx, vy]
         self.heading_ref[:] = yaw(self.batch.qpos[:, 3:7])
+        self.line_origin[:] = self.batch.qpos[:, :2]
         self._update_command()
 
     def _update_command(self) -> None:
-        """The observed yaw-rate command: the mode's rate, plus the heading correction while stepping."""
+        """The observed command: the mode's yaw rate plus the heading correction, the mode's velocity plus, in
+        the forward mode, a sideways correction back onto the line the mode started on."""
         self.heading = yaw(self.batch.qpos[:, 3:7])
         error = wrap_angle(self.heading_ref - self.heading)
         c = self.cfg
@@ -132,6 +139,11 @@ class WalkTask(RobotTask):
             correction = np.where(self.mode == STANDING, 0.0, correction)
         self.command[:, 0] = self.rate + correction
         self.command[:, 1:] = self.velocity
+        if c.lateral_gain:
+            off = self.batch.qpos[:, :2] - self.line_origin  # left of the line: positive
+            self.line_offset = np.cos(self.heading_ref) * off[:, 1] - np.sin(self.heading_ref) * off[:, 0]
+            back = clamp(-c.lateral_gain * self.line_offset, -c.lateral_limit, c.lateral_limit)
+            self.command[:, 2] += np.where(self.mode == FORWARD, back, 0.0)
         self.heading_error = error
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:

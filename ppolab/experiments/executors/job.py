@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.summary import summarize_run
-from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError
+from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.state import now
 from ppolab.ppo.run_files import MARKER
@@ -214,6 +214,19 @@ def started_entry(job: Job, attempts: int, reason: str | None = None, **where: s
         attempts=attempts,
         reason=reason,
     )
+
+
+def failure_reason(code: int, log: Path) -> str:
+    """Why a run failed, in one line: its exit code and, for a refused input (exit 2), the error the run
+    printed last (its log has it; the sweep's console would otherwise say only the code)."""
+    if code == 2:
+        try:
+            lines = [ln for ln in log.read_text(errors="replace").splitlines() if "error:" in ln]
+        except OSError:
+            lines = []
+        if lines:
+            return f"exit code 2: {one_line(lines[-1].split('error:', 1)[1].strip())}"
+    return f"exit code {code}"
 
 
 def killed_from_outside(code: int | None) -> str | None:

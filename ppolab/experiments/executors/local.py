@@ -23,7 +23,14 @@ from typing import TextIO
 from ppolab.analysis.anomalies import describe
 from ppolab.errors import NO_SPACE_EXIT, UserError
 from ppolab.experiments.display import duration
-from ppolab.experiments.executors.job import Job, killed_from_outside, prepare_run_dir, started_entry, summary_of
+from ppolab.experiments.executors.job import (
+    Job,
+    failure_reason,
+    killed_from_outside,
+    prepare_run_dir,
+    started_entry,
+    summary_of,
+)
 from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
@@ -176,7 +183,7 @@ class _Scheduler:
             return code
         final = "done" if code == 0 and reason is None else "failed"
         if reason is None and code != 0:
-            reason = f"exit code {code}"
+            reason = failure_reason(code, self.sweep_dir / LOGS_DIR / f"{run.name}.log")
         summary = summary_of(run_dir)
         failures = self.state.runs[run.name].get("failures", 0) + (final == "failed")  # the run's own failures
         self.state.update(

@@ -19,7 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.experiments.executors.job import Job, killed_from_outside, prepare_run_dir, started_entry, summary_of
+from ppolab.experiments.executors.job import (
+    Job,
+    failure_reason,
+    killed_from_outside,
+    prepare_run_dir,
+    started_entry,
+    summary_of,
+)
 from ppolab.experiments.machine_lock import HELD
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun, load_plan
 from ppolab.experiments.spec import sweep_name
@@ -98,6 +105,8 @@ def run_task(
         job.stop()
     code, _ = job.wait(None)
     final, reason = decide(signals.got, code)
+    if final == "failed" and reason == f"exit code {code}":
+        reason = failure_reason(code, sweep_dir / LOGS_DIR / f"{run.name}.log")
     with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
         state.update(
             run.name,
