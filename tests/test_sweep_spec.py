@@ -154,7 +154,10 @@ def test_dry_run_prints_the_numbered_plan_and_changes_nothing(tmp_path):
     assert [c.strip() for c in lines[head].strip("|").split("|")] == ["Run", "Name", "Key Changes", "Command"]
     row = [c.strip() for c in lines[head + 3].strip("|").split("|")]
     assert row[0] == "2" and row[1] == "gamma0995" and row[2] == "gamma=0.995"
-    assert row[3].startswith("ppolab train --env cartpole --n-itr 300 --gamma 0.995")
+    assert row[3] == "--gamma 0.995 --experiment-tag gamma-ablation-B --run-name gamma0995"  # its own flags
+    assert lines[head - 1].startswith("Every run: ppolab train --env cartpole --n-itr 300 ")
+    assert f"--logdir {d / 'runs'}" in lines[head - 1] and "--gamma" not in lines[head - 1]
+    assert max(len(line) for line in lines[head:]) <= 160
     assert sorted(p.name for p in d.iterdir()) == ["sweep.yaml"]
 
 
@@ -195,7 +198,8 @@ def test_the_readme_example_dry_runs_and_runs_on_a_shortened_budget(tmp_path):
     example = REPO / "experiments" / "sweeps" / "example"
     dry = run_ppolab("sweep", str(example), "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.count("ppolab train --env cartpole") == 6 and not (example / "state.json").exists()
+    assert "Every run: ppolab train --env cartpole" in dry.stdout and dry.stdout.count("--run-name ") == 6
+    assert not (example / "state.json").exists()
     doc = yaml.safe_load((example / "sweep.yaml").read_text())
     doc["defaults"].update(n_itr=4, num_procs=2, max_traj_len=50, minibatch_size=50, eval_freq=2)
     d = tmp_path / "sweeps" / "example"

@@ -143,5 +143,27 @@ def plan_data(planned: list[PlannedRun]) -> list[dict]:
 
 
 def plan_table(planned: list[PlannedRun]) -> str:
-    rows = [[str(i), p.name, _changes(p), p.command] for i, p in enumerate(planned, start=1)]
-    return table(["Run", "Name", "Key Changes", "Command"], rows)
+    """The plan as a table whose Command column holds each run's own flags; what every run shares is said
+    once above it (a full command per row made the table too wide to read; each run's command.txt, and
+    `--dry-run --json`, have it whole)."""
+    flags = [_flag_pairs(p.command) for p in planned]
+    shared = [pair for pair in flags[0] if all(pair in f for f in flags[1:]) and pair[0] != "--run-name"]
+    rows = [[str(i), p.name, _changes(p), shlex.join(_tokens([x for x in f if x not in shared]))]
+            for i, (p, f) in enumerate(zip(planned, flags), start=1)]  # fmt: skip
+    base = shlex.split(planned[0].command)[:2] if planned else ["ppolab", "train"]
+    head = f"Every run: {shlex.join([*base, *_tokens(shared)])} + the run's Command flags below"
+    return head + "\n" + table(["Run", "Name", "Key Changes", "Command"], rows)
+
+
+def _flag_pairs(command: str) -> list[tuple[str, ...]]:
+    """A train command's flags as (flag, value) or (flag,) for a switch, in order."""
+    tokens, out = shlex.split(command)[2:], []
+    for k, tok in enumerate(tokens):
+        if tok.startswith("--"):
+            value = tokens[k + 1] if k + 1 < len(tokens) and not tokens[k + 1].startswith("--") else None
+            out.append((tok, value) if value is not None else (tok,))
+    return out
+
+
+def _tokens(pairs: list[tuple[str, ...]]) -> list[str]:
+    return [t for pair in pairs for t in pair]
