@@ -101,6 +101,17 @@ def test_equal_is_inconclusive_and_equivalent_only_by_tost():
     _, (result, why), text = run_sweep(scores)
     assert result == "inconclusive" and "equivalent to it within" in why
     assert "**Equivalent:**" in text and "TOST" in text
+    import re
+
+    import numpy as np
+    from scipy import stats
+
+    line = next(ln for ln in text.splitlines() if "**Equivalent:**" in ln)
+    low, high = map(float, re.search(r"90% CI \[([-+.\d]+), ([-+.\d]+)\]", line).groups())
+    t, c = np.array(scores["treat"]), np.array(scores["control"])  # the interval TOST decides on, by scipy
+    welch = stats.ttest_ind(t, c, equal_var=False).confidence_interval(0.90)
+    assert abs(low - welch.low) < 0.06 and abs(high - welch.high) < 0.06 and "95% CI" not in line
+    assert "(Read as" not in text and "over the control, control" not in text
     noisy = {"control": [250, 350, 300], "treat": [240, 360, 310]}  # same means, far too noisy to show it
     _, (result, why), text = run_sweep(noisy)
     assert result == "inconclusive" and "equivalent" not in why.lower() and "**Equivalent:**" not in text

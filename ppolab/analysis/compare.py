@@ -32,6 +32,7 @@ from ppolab.analysis.stats import (
     pooled_sd,
     prob_improvement_ci,
     seeds_for_power,
+    tost_interval,
     tost_p,
     welch,
 )
@@ -238,9 +239,11 @@ def describe_test(t: Test, control: Configuration, margin_text: str, k: int) -> 
             f"({ci}; {ps}; {n})."
         )
     if t.equivalent:
+        low, high = tost_interval(d)
         return (
-            f"**Equivalent:** {c.label} and {control.label} differ by {d.value:+.1f} ({ci}; {n}); TOST shows the "
-            f"difference is within +-{margin_text} (p = {t.p_tost:.3g})."
+            f"**Equivalent:** {c.label} and {control.label} differ by {d.value:+.1f} (90% CI [{low:+.1f}, "
+            f"{high:+.1f}], the interval TOST decides on; {n}); TOST shows the difference is within "
+            f"+-{margin_text} (p = {t.p_tost:.3g})."
         )
     return (
         f"**Inconclusive:** {c.label} vs {control.label}: {d.value:+.1f} final reward, not significant ({ci}; {ps}; "

@@ -159,6 +159,15 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
+def tost_interval(diff: Difference, alpha: float = 0.05) -> tuple[float, float]:
+    """The (1 - 2 alpha) interval TOST decides on (90% at alpha 0.05): equivalence at alpha holds exactly when
+    it lies within +-margin."""
+    if not diff.testable:
+        return -math.inf, math.inf
+    half = t_ppf(1 - alpha, diff.df) * diff.se
+    return diff.value - half, diff.value + half
+
+
 def tost_p(diff: Difference, margin: float) -> float:
     """p-value of TOST: equivalence (|true difference| < margin) is shown where it is below alpha."""
     if not diff.testable or margin <= 0:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ppolab.errors import UserError, one_line
 from ppolab.ppo.config import TrainConfig, flag
+from ppolab.ppo.presets import preset_fields
 from ppolab.util import strict_json
 from ppolab.util.validation import first_problem
 
@@ -86,7 +87,8 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
             help_text += " (required)"
         elif field.default is not None:  # a None default is explained by the description itself
             shown = " ".join(map(str, field.default)) if isinstance(field.default, list) else field.default
-            help_text += f" (default: {shown})"
+            preset = model is TrainConfig and name in preset_fields()
+            help_text += f" (default: {shown}{'; the env preset may set another: ppolab envs' if preset else ''})"
         if isinstance(kind, tuple) and kind[0] is list:
             parser.add_argument(flag(name), nargs="+", type=kind[1], metavar="N", help=help_text, **common)
         elif isinstance(kind, tuple):

@@ -141,6 +141,11 @@ def sweep_runs(sweep_dir: Path) -> tuple[SweepSpec, list[Run]]:
     return spec, load_runs(named, run_states(sweep_dir))
 
 
+def _named(label: str) -> str:
+    """', NAME' after 'the control', unless its name is 'control' itself."""
+    return "" if label.lower() == "control" else f", {label}"
+
+
 def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: bool = False) -> Path:
     """results.md, its plots and the tracker entry. `show_progress`: a progress bar (or lines) on stderr
     while the plots are drawn (a few seconds), for `ppolab report`; a sweep's runner has its own view."""
@@ -166,8 +171,8 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
         "",
         f"**Hypothesis.** {m.hypothesis or '(none given)'}",
         "",
-        f"**Verdict: {result}.** {why[0].upper() + why[1:]}. (Read as: the treatment improves the final "
-        f"mean reward over the control, {configs[0].label}.)",
+        f"**Verdict: {result}.** {why[0].upper() + why[1:]}. (The hypothesis is read as: a treatment "
+        f"improves the final mean reward over the control{_named(configs[0].label)}.)",
         "",
         m.description,
         "",

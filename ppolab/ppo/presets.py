@@ -48,6 +48,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 ROBOT_TASK = {**HUMANOID_LHW, "n_itr": 1500}  # any other robot file's task (NAME_walk, NAME_stand, NAME_step)
 
 
+def preset_fields() -> set[str]:
+    """Every setting some env's preset gives (its --help default then says that a preset may differ)."""
+    return {k for p in [*PRESETS.values(), ROBOT_TASK] for k in p}
+
+
 def preset(env: object) -> dict[str, Any]:
     """The env's recommended settings: its own, or those of every task on a robot file."""
     if not isinstance(env, str):
