@@ -142,3 +142,25 @@ def test_a_long_step_reports_progress_as_plain_lines_where_there_is_no_terminal(
         progress.advance()
     progress.close()
     assert out.getvalue().splitlines() == [f"Rendering episode 1: {i}/3 frames" for i in (1, 2, 3)]
+
+
+def test_a_video_records_the_scored_episode_and_draws_what_the_robot_is_told(tmp_path):
+    """One simulation: the episode in the video is the one scored (its return is the one printed without a
+    video); the command is drawn (an arrow for a walker, the targets for a stepper)."""
+    from ppolab.envs import make_env
+
+    args = ["eval", "--path", str(REPO / "pretrained" / "jvrc_walk"), "--episodes", "2", "--max-steps", "30",
+            "--mode", "forward", "--vx", "0.3"]  # fmt: skip
+    plain = run_ppolab(*args)
+    video = run_ppolab(*args, "--video", str(tmp_path / "walk.mp4"))
+    assert plain.returncode == 0 and video.returncode == 0, video.stderr
+    returns = [re.findall(r"Episode \d: length \d+, return (-?[\d.]+)", p.stdout) for p in (plain, video)]
+    assert returns[0] == returns[1] and len(returns[0]) == 2
+    assert "Video of episode 1 (30 frames)" in video.stdout and (tmp_path / "walk.mp4").stat().st_size > 1000
+    walker = make_env("jvrc_walk", 1)
+    walker.reset_one(0, np.random.default_rng(0))
+    walker.set_command(2, vx=0.3)
+    assert [m.kind for m in walker.markers(0)] == ["arrow"]
+    stepper = make_env("jvrc_step", 1)
+    stepper.reset_one(0, np.random.default_rng(0))
+    assert len(stepper.markers(0)) == 20 and stepper.markers(0)[0].rgba[0] > 0.8  # the current target: red

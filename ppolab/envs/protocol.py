@@ -3,11 +3,23 @@ together, and what it can do besides (declared here, so that no caller has to pr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import mujoco
 import numpy as np
 from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Something a video draws into the scene to show what the policy is told (not physics)."""
+
+    kind: str  # arrow, sphere, disc
+    pos: tuple[float, float, float]
+    size: tuple[float, float, float]  # an arrow: (width, width, length); a sphere: (radius, 0, 0); a disc: (r, h, 0)
+    rgba: tuple[float, float, float, float]
+    heading: float = 0.0  # an arrow's direction, rad
 
 
 class BatchEnv(Protocol):
@@ -52,3 +64,6 @@ class Walker(BatchEnv, Protocol):
 
     def foot_contact(self) -> np.ndarray:
         """(num_envs, 2) bool: the right and the left sole carry weight."""
+
+    def markers(self, i: int) -> list[Marker]:
+        """What env i is told, to draw into a video (the walking and stepping tasks have them)."""

@@ -25,12 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
 from ppolab.envs.humanoid import Range, Weights5, wrap_angle, yaw
+from ppolab.envs.protocol import Marker
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
 TWO = np.arange(2)
+RED, ORANGE, GREY = (0.9, 0.1, 0.1, 0.9), (0.95, 0.55, 0.1, 0.8), (0.5, 0.5, 0.5, 0.4)  # targets in a video
 
 
 def nearest_sole(feet: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -184,6 +186,15 @@ class StepTask(RobotTask):
     def observe(self) -> np.ndarray:
         obs = np.concatenate([self.proprioception(), self.clock_obs[self.phase], self._targets_in_root_frame()], axis=1)
         return self.batch.noisy(obs, self.layout)
+
+    def markers(self, i: int) -> list[Marker]:
+        """The plan's footstep targets on the ground: the one to reach now red, the next orange, the rest grey
+        (a standing plan: the stance foot's place, red)."""
+        out, now = [], int(self.target[i])
+        for k, (x, y, z, _) in enumerate(self.plan[i]):
+            rgba = RED if k == now else ORANGE if k == now + 1 else GREY
+            out.append(Marker("disc", (x, y, z + 0.003), (0.06, 0.003, 0.0), rgba))
+        return out
 
     def ground_height(self) -> np.ndarray:
         return self.sole_positions()[:, :, 2].min(axis=1)

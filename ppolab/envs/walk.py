@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
 from ppolab.envs.humanoid import Range, Weights3, clamp, wrap_angle, yaw
+from ppolab.envs.protocol import Marker
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
@@ -145,6 +146,17 @@ class WalkTask(RobotTask):
             back = clamp(-c.lateral_gain * self.line_offset, -c.lateral_limit, c.lateral_limit)
             self.command[:, 2] += np.where(self.mode == FORWARD, back, 0.0)
         self.heading_error = error
+
+    def markers(self, i: int) -> list[Marker]:
+        """The command drawn over the robot: an arrow along the heading it is told to hold (blue: walk, its
+        length the speed; yellow: turn in place), a grey ball while standing."""
+        head = self.batch.sensors[i, self.s.head_pos] + (0.0, 0.0, 0.25)
+        if self.mode[i] == STANDING:
+            return [Marker("sphere", tuple(head), (0.05, 0.0, 0.0), (0.6, 0.6, 0.6, 0.8))]
+        walking = self.mode[i] == FORWARD
+        length = 0.15 + (1.5 * float(np.hypot(*self.velocity[i])) if walking else 0.1)
+        rgba = (0.15, 0.35, 0.95, 0.9) if walking else (0.95, 0.8, 0.1, 0.9)
+        return [Marker("arrow", tuple(head), (0.03, 0.03, length), rgba, float(self.heading_ref[i]))]
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import sys
@@ -12,12 +11,12 @@ from typing import TextIO
 
 import numpy as np
 
-from ppolab.envs import env_config, make_env
+from ppolab.envs import env_class, env_config, make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
+from ppolab.ppo.recording import Recorder, temp_path
 from ppolab.ppo.rollout import evaluate
-from ppolab.util.progress import Progress
 from ppolab.util.tables import count
 
 
@@ -80,30 +79,38 @@ def play(
     path: Path, *, episodes: int, seed: int, max_steps: int | None, video: str | None, filmstrip: str | None = None,
     frames: int = 6, command: Command = Command(), out: TextIO = sys.stdout, seconds: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """`seconds`, if given, sets the horizon in simulated time (LHW's --ep-len) instead of steps."""
+    """Score `episodes` deterministic episodes; with a video or filmstrip, episode 1 is recorded as it is
+    scored (one simulation). `seconds`, if given, sets the horizon in simulated time (LHW's --ep-len)."""
     actor, meta = load_actor(path)
     params = sampling_params(actor)
     overrides = command.overrides(meta["env"], meta.get("env_config"))
+    if (video or filmstrip) and "visuals" in env_class(meta["env"], overrides).Config.model_fields:
+        overrides = {**(overrides or {}), "visuals": True}  # the robot's meshes: the same physics, its real looks
     env = make_env(meta["env"], episodes, overrides)
     steps = max_steps or meta["max_traj_len"]
     if seconds is not None:
         steps = max(1, round(seconds / env.cfg.control_dt))
-    returns, lengths = evaluate(env, params, seed=seed, steps=steps, on_start=command.hold)
+    recorder = None
+    if video or filmstrip:
+        recorder = Recorder(env, video=Path(video) if video else None, filmstrip=Path(filmstrip) if filmstrip else None,
+                            frames=frames, steps=steps, fps=round(1.0 / env.cfg.control_dt))  # fmt: skip
+    try:
+        returns, lengths = evaluate(env, params, seed=seed, steps=steps, on_start=command.hold, on_step=recorder)
+        n = recorder.finish() if recorder else 0
+    finally:
+        if recorder:
+            recorder.close()
     out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
-    for i, (r, n) in enumerate(zip(returns, lengths), start=1):
-        out.write(f"Episode {i}: length {int(n)}, return {r:.3f}\n")
+    for i, (r, k) in enumerate(zip(returns, lengths), start=1):
+        out.write(f"Episode {i}: length {int(k)}, return {r:.3f}\n")
     out.write(
         f"Mean return: {returns.mean():.3f} +- {returns.std():.3f} over {count(episodes, 'episode')} "
         f"(mean length {lengths.mean():.1f})\n"
     )
-    if video or filmstrip:
-        n = render(meta["env"], params, seed=seed, steps=steps, overrides=overrides, command=command,
-                   video=Path(video) if video else None, filmstrip=Path(filmstrip) if filmstrip else None,
-                   fps=round(1.0 / env.cfg.control_dt), frames=frames)  # fmt: skip
-        if video:
-            out.write(f"Video of episode 1 ({n} frames) written to {video}\n")
-        if filmstrip:
-            out.write(f"Filmstrip of episode 1 ({frames} of its {n} frames) written to {filmstrip}\n")
+    if video:
+        out.write(f"Video of episode 1 ({n} frames) written to {video}\n")
+    if filmstrip:
+        out.write(f"Filmstrip of episode 1 ({frames} of its {n} frames) written to {filmstrip}\n")
     return returns, lengths
 
 
@@ -126,79 +133,10 @@ def _check_writable(flag: str, name: str, suffix: str, why: str) -> None:
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise UserError(f"{flag} {name}: cannot write in {parent}; choose another place")
     if parent == path.absolute().parent:  # some folders (/proc, read-only mounts) say yes and then refuse
-        probe = _temp_path(path)
+        probe = temp_path(path)
         try:
             probe.open("ab").close()  # a stale one is ours, from a killed eval
         except OSError as exc:
             reason = f"cannot write in {parent} ({exc.strerror})"
             raise UserError(f"{flag} {name}: {reason}; choose another place") from None
         probe.unlink()
-
-
-def _temp_path(path: Path) -> Path:
-    """Where a video or picture is written before it is renamed into place."""
-    return path.with_name(f".{path.stem}.tmp{path.suffix}")
-
-
-def render(
-    env_name: str, params: dict, *, seed: int, steps: int, fps: int, overrides: dict | None = None,
-    command: Command = Command(), video: Path | None = None, filmstrip: Path | None = None, frames: int = 6,
-    size: tuple[int, int] = (480, 640),
-) -> int:  # fmt: skip
-    """Render episode 1 (same initial state and command as in `play`) headless: into an mp4 as the frames
-    come (a long episode needs no memory for them), and/or `frames` of them side by side into a PNG. Each
-    file appears whole (temp file, then rename) or not at all. Returns the episode's frame count."""
-    import imageio.v2 as imageio
-    import mujoco
-
-    from ppolab.envs import env_class
-
-    if "visuals" in env_class(env_name, overrides).Config.model_fields:  # the robot's meshes: same physics, real looks
-        overrides = {**(overrides or {}), "visuals": True}
-    env = make_env(env_name, 1, overrides)
-    try:
-        renderer = mujoco.Renderer(env.model, height=size[0], width=size[1] if not filmstrip else size[1] // 2)
-    except Exception as exc:  # no GL: say which packages give one
-        raise UserError(
-            f"--video: offscreen rendering is unavailable ({exc}); install Debian's libegl1 and "
-            "libgl1-mesa-dri (MUJOCO_GL=egl) or libosmesa6 (MUJOCO_GL=osmesa)"
-        ) from None
-    temps = [_temp_path(p) for p in (video, filmstrip) if p is not None]
-    progress = Progress(f"Rendering episode 1 to {(video or filmstrip).name}", steps, "frames (at most)")
-    wanted = set(np.linspace(0, steps - 1, frames).round().astype(int).tolist())  # the strip's frames
-    count, strip, last = 0, [], None
-    try:
-        for p in temps:
-            p.parent.mkdir(parents=True, exist_ok=True)
-        writer = imageio.get_writer(_temp_path(video), fps=fps, codec="libx264", macro_block_size=8) if video else None
-        with writer if writer is not None else contextlib.nullcontext():
-
-            def grab(e) -> None:
-                nonlocal count, last
-                renderer.update_scene(e.datas[0], camera=0)
-                last = renderer.render()
-                if writer is not None:
-                    writer.append_data(last)
-                if filmstrip and count in wanted:
-                    strip.append(last.copy())
-                count += 1
-                progress.advance()
-
-            evaluate(env, params, seed=seed, steps=steps, on_step=grab, on_start=command.hold)
-        if filmstrip:
-            if len(strip) < len(wanted) and last is not None:  # the episode ended early: its last frame ends it
-                strip.append(last)
-            imageio.imwrite(_temp_path(filmstrip), np.concatenate(strip, axis=1), format="png")
-            os.replace(_temp_path(filmstrip), filmstrip)
-        if video:
-            os.replace(_temp_path(video), video)
-    except OSError as exc:
-        reason = exc.strerror or str(exc).splitlines()[0]
-        raise UserError(f"--video {video or filmstrip}: cannot write it ({reason})") from None
-    finally:
-        progress.close()
-        renderer.close()
-        for p in temps:
-            p.unlink(missing_ok=True)
-    return count
-

@@ -122,7 +122,8 @@ def evaluate(env, params: dict, *, seed: int, steps: int, on_step=None, on_start
 
     Env i starts from the same state at every call with the same seed, so
     successive evaluations compare policies, not luck. `on_start(env)` is called
-    after the resets (a held command), `on_step(env)` after every step (video capture).
+    after the resets (a held command), `on_step(env, alive)` after every step, with which
+    envs were still in their episode at that step (video capture of env 0).
     """
     policy = SamplingPolicy(params)
     n = env.num_envs
@@ -138,9 +139,9 @@ def evaluate(env, params: dict, *, seed: int, steps: int, on_step=None, on_start
         obs, reward, terminated = env.step(policy(obs))
         returns += np.where(alive, reward, 0.0)
         lengths += alive
-        alive &= ~terminated
         if on_step is not None:
-            on_step(env)
+            on_step(env, alive)
+        alive &= ~terminated
         if not alive.any():
             break
     return returns, lengths
