@@ -106,3 +106,22 @@ def test_metrics_read_back_after_a_refused_resume_are_the_runs_own(tmp_path):
     proc = run_ppolab("train", "--resume", str(logdir / "r"), "--n-itr", "3")
     assert proc.returncode == 0, proc.stderr
     assert [r["iteration"] for r in read_metrics(logdir / "r") if r["type"] == "iteration"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("link", ["plots", "plots/learning_curves.png", "results.md"])
+def test_the_report_never_writes_through_a_link(tmp_path, lock_dir, link):
+    d = make_sweep(tmp_path)
+    assert run_ppolab("sweep", str(d), "--yes").returncode == 0
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "keep.png").write_bytes(b"the user's picture")
+    target = users if link == "plots" else users / "keep.png"
+    path = d / link
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    path.symlink_to(target)
+    before = tree(users)
+    one_error_line(run_ppolab("report", str(d)), str(path), "symbolic link")
+    assert tree(users) == before

@@ -23,7 +23,7 @@ from ppolab.errors import UserError
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import SweepState
-from ppolab.util.files import atomic_write_text
+from ppolab.util.files import atomic_write_bytes, atomic_write_text, refuse_links
 from ppolab.util.progress import Progress
 
 TRACKER = "experiment-tracker.md"
@@ -60,6 +60,15 @@ def run_states(sweep_dir: Path) -> dict[str, str]:
     return {name: state.effective_state(name) for name in state.runs} if state else {}
 
 
+def save_figure(fig, path: Path) -> None:
+    """A PNG written whole or not at all, and never through a link (a symlinked plot is replaced)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
 def plot(
     configs: list[Configuration], out_dir: Path, th: Thresholds, fps_warning: str | None = None, progress=None
 ) -> list[str]:
@@ -69,6 +78,7 @@ def plot(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    refuse_links(out_dir, what=", where the report's plots go")
     out_dir.mkdir(parents=True, exist_ok=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     files = []
@@ -93,7 +103,7 @@ def plot(
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
-    fig.savefig(out_dir / "learning_curves.png", dpi=110)
+    save_figure(fig, out_dir / "learning_curves.png")
     plt.close(fig)
     files.append("learning_curves.png")
     progress and progress.advance()
@@ -104,7 +114,7 @@ def plot(
     ax.set(xlabel="iteration", ylabel="eval reward (deterministic policy)", title="Evaluation")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    fig.savefig(out_dir / "eval_reward.png", dpi=110)
+    save_figure(fig, out_dir / "eval_reward.png")
     plt.close(fig)
     files.append("eval_reward.png")
     progress and progress.advance()
@@ -127,7 +137,7 @@ def plot(
             ax.set_ylim(low, high)
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=7)
-    fig.savefig(out_dir / "diagnostics.png", dpi=110)
+    save_figure(fig, out_dir / "diagnostics.png")
     plt.close(fig)
     files.append("diagnostics.png")
     progress and progress.advance()
@@ -150,6 +160,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
     """results.md, its plots and the tracker entry. `show_progress`: a progress bar (or lines) on stderr
     while the plots are drawn (a few seconds), for `ppolab report`; a sweep's runner has its own view."""
     th = th or Thresholds()
+    refuse_links(sweep_dir, ["results.md", "plots"], ", in the sweep folder")
     spec, runs = sweep_runs(sweep_dir)
     planned = expand(spec, sweep_dir)
     configs = group(runs)
