@@ -99,4 +99,14 @@ def load_saved(run_dir: Path, env: str) -> dict[str, Any] | None:
     path = run_dir / ENV_FILE
     if not path.exists():
         return None
-    return validate(env, yaml.safe_load(path.read_text()), str(path))
+    return validate(env, restore(env, yaml.safe_load(path.read_text())), str(path))
+
+
+def restore(env: str, saved: Any) -> Any:
+    """A saved env config (a run's env.yaml, a policy's settings) as it was trained: a setting added to the
+    task since takes the value the task had before it existed (the config class's `legacy`), not today's
+    default, so a policy keeps seeing the observation it was trained on."""
+    if not isinstance(saved, dict):
+        return saved
+    legacy = getattr(env_class(env, saved).Config, "legacy", {})
+    return {**{k: v for k, v in legacy.items() if k not in saved}, **saved}

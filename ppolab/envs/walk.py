@@ -21,6 +21,8 @@ the mode one-hot (standing, in place, forward) and the command (yaw rate, vx, vy
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,7 +71,7 @@ class WalkConfig(ClockedConfig):
     heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
                                 "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
     heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
-    lateral_gain: float = Field(0.0, ge=0, le=20, description="m/s of sideways command per m off the line "
+    lateral_gain: float = Field(0.5, ge=0, le=20, description="m/s of sideways command per m off the line "
                                 "walked in the forward mode (0: none)")  # fmt: skip
     lateral_limit: float = Field(0.1, gt=0, description="m/s: the line correction's largest sideways command")
     heading_standing: bool = Field(True, description="the heading correction also while standing (the policy "
@@ -79,6 +81,8 @@ class WalkConfig(ClockedConfig):
     lateral_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, sideways (a "
                                  "crab walk drifts off the line while the heading holds)")  # fmt: skip
     rewards: WalkRewards = WalkRewards()
+    # what a setting added since meant before it existed: a saved config without it is read with these
+    legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0}
 
 
 class WalkTask(RobotTask):
