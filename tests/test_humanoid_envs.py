@@ -490,3 +490,30 @@ def test_self_contact_and_torques_agree_with_mujoco_s_own_arrays(name):
             seen += robot_robot
             np.testing.assert_array_equal(b.torque[i], d.actuator_force[b.layout.leg_act])
     assert seen > 0, "no self-contact happened: the test tried nothing"
+
+
+def test_a_saved_walker_config_without_a_later_setting_keeps_the_task_it_was_trained_on(tmp_path):
+    """Settings added to the walking task since a run or policy was saved take the values the task had before
+    (a shipped policy keeps seeing the observation it was trained on); a new run gets today's defaults."""
+    import yaml
+
+    from ppolab.envs import env_config
+
+    full = make_env("jvrc_walk", 1).cfg.model_dump(mode="json")
+    assert full["lateral_gain"] == 0.5 and full["heading_standing"] is True  # today's defaults
+    old = {k: v for k, v in full.items() if k not in ("lateral_gain", "heading_standing")}
+    (tmp_path / "env.yaml").write_text(yaml.safe_dump(old))
+    restored = env_config.load_saved(tmp_path, "jvrc_walk")
+    assert restored["lateral_gain"] == 0.0 and restored["heading_standing"] is False
+    env = make_env("jvrc_walk", 1, restored)
+    env.reset_one(0, np.random.default_rng(0))
+    env.set_command(2, vx=0.3)
+    env.batch.qpos[0, 1] += 0.5  # half a metre off the line: no sideways correction for an old policy
+    env._update_command()
+    assert env.command[0, 2] == 0.0
+    new = make_env("jvrc_walk", 1)
+    new.reset_one(0, np.random.default_rng(0))
+    new.set_command(2, vx=0.3)
+    new.batch.qpos[0, :2] += [-np.sin(new.heading_ref[0]) * 0.1, np.cos(new.heading_ref[0]) * 0.1]  # 0.1 m left
+    new._update_command()
+    assert abs(new.command[0, 2] + 0.05) < 1e-9  # 0.5 m/s per m, back to the right

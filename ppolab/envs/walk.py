@@ -10,9 +10,11 @@ Beyond LHW, so that a robot told to walk straight walks straight: the task keeps
 reference (the heading when a mode starts, turned at the commanded yaw rate) and adds
 `heading_gain` x the heading error to the observed yaw-rate command, as legged_gym's heading
 command does, in every mode: standing too, where without it the policy cannot see that it has
-turned. Two reward terms make the tracking tight: `heading` (the error itself) and
-`velocity_fine` (the velocity averaged over about half a gait cycle, on a 0.05 m/s scale,
-beside LHW's broad instantaneous term). Measured in benchmarks/README.md.
+turned. In the forward mode it also keeps the line the mode started on and adds `lateral_gain`
+x the distance off it, back towards it, to the observed sideways command: a gait that crabs
+with its heading held is steered back. Two reward terms make the tracking tight: `heading` (the
+error itself) and `velocity_fine` (the velocity averaged over about half a gait cycle, on a
+0.05 m/s scale, beside LHW's broad instantaneous term). Measured in benchmarks/README.md.
 
 Observation: the robot state (root roll and pitch, root angular velocity, leg joint angles
 and velocities, and their torques where the robot's task says so), the clock (sin, cos),
