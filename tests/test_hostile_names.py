@@ -70,3 +70,24 @@ def test_a_matrix_slurm_listing_quotes_its_names(tmp_path):
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     exec_line = next(line for line in proc.stdout.splitlines() if line.startswith("exec "))
     assert "'" + str((root / "m;touch PWNED").resolve()) + "'" in exec_line
+
+
+@pytest.mark.parametrize("name", ["$(touch PWNED)", "a;touch PWNED", "it's"])
+def test_the_cloud_job_script_of_a_hostile_sweep_name_runs_its_run_and_nothing_else(tmp_path, name):
+    import json
+    import sys
+    from pathlib import Path
+
+    sweep = tmp_path / name
+    sweep.mkdir()
+    (sweep / "sweep.yaml").write_text(SWEEP)
+    out_dir = tmp_path / "volume"
+    proc = run_ppolab("cloud", str(sweep), "--output-dir", str(out_dir), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads(proc.stdout)["jobs"][0]
+    shell, flag, script = job["containerOverrides"]["command"]
+    env = {**os.environ, "RAY_ADDRESS": "", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    ran = subprocess.run([shell, flag, script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert not list(tmp_path.rglob("PWNED")), "a name ran as a command"
+    assert (out_dir / name / "runs" / "control-s1" / "last.pt").is_file()
