@@ -540,11 +540,25 @@ def normalise(argv: list[str]) -> list[str]:
     return out
 
 
+LHW_FLAGS = {  # LearningHumanoidWalking's train flags that ppolab has no counterpart for, and why
+    "--input-norm-steps": "ppolab warms the observation normaliser up on its first rollouts and keeps it updated; "
+    "drop it",
+    "--anneal": "ppolab's action std is fixed (--std-dev) or learned (--learn-std), not annealed; drop it",
+    "--use-gae": "ppolab always estimates advantages with GAE (--lam); drop it",
+    "--num-steps": "the batch is --num-procs x --num-envs-per-worker x --max-traj-len steps; drop it",
+    "--imitate": "imitating an expert policy is not in this ppolab yet; drop it",
+    "--imitate-coeff": "imitating an expert policy is not in this ppolab yet; drop it",
+}
+
+
 def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
     """Parse; an unknown flag is one line naming the closest real one and the subcommand's --help."""
     ns, extra = parser.parse_known_args(argv)
     if extra:
         sub = parser._subparsers._group_actions[0].choices[ns.subcommand]
+        lhw = LHW_FLAGS.get(extra[0].split("=", 1)[0])
+        if lhw:  # LearningHumanoidWalking's, with no ppolab counterpart: say so rather than guess a neighbour
+            sub.error(f"{extra[0].split('=', 1)[0]} is LearningHumanoidWalking's: {lhw}")
         flags = [s for a in sub._actions for s in a.option_strings]
         guess = difflib.get_close_matches(extra[0].split("=", 1)[0], flags, n=1, cutoff=0.6)
         hint = f"; did you mean {guess[0]}?" if guess else ""
