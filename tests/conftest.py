@@ -45,6 +45,36 @@ def session_folders(tmp_path_factory):
             os.environ[var] = value
 
 
+WAIT_S = 300.0  # how long a test waits for an event before it fails: generous, for a machine with both cores busy
+
+
+def wait_until(check, what: str, timeout: float = WAIT_S, every: float = 0.05, alive=None):
+    """Poll `check()` until it returns something true, and return that. On time-out, or when the process
+    `alive` (a Popen) has exited first, fail saying what was awaited: a wait never falls through silently."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if alive is not None and alive.poll() is not None:
+            raise AssertionError(f"the process exited (code {alive.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+def iterations_logged(run_dir: Path, n: int = 1):
+    """A check for wait_until: the run's metrics.jsonl holds at least `n` iteration records."""
+
+    def check() -> bool:
+        path = run_dir / "metrics.jsonl"
+        return path.exists() and path.read_text().count('"type": "iteration"') >= n
+
+    return check
+
+
 def run_ppolab(
     *args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None, base_env: dict | None = None
 ) -> subprocess.CompletedProcess:
@@ -140,6 +170,7 @@ def on_pty(*args: str, answer: bytes | None = None, after: bytes = b"", timeout:
         deadline = time.time() + timeout
         while after not in seen and time.time() < deadline:
             seen += os.read(main, 4096)
+        assert after in seen, f"timed out after {timeout} s waiting for {after!r} on the terminal; it showed {seen!r}"
         os.write(main, answer)
     try:
         while chunk := os.read(main, 65536):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, TINY, run_ppolab
+from conftest import REPO, TINY, iterations_logged, run_ppolab, wait_until
 
 CASES = {
     "unknown env": (["train", "--env", "pendulum"], "--env: unknown env 'pendulum'; choose one of: berkeley_stand"),
@@ -110,15 +110,11 @@ def test_train_takes_the_machine_lock_and_no_lock_skips_it(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     env = {**os.environ, "RAY_ADDRESS": "", "PPOLAB_LOCK_DIR": str(tmp_path)}
     base = [sys.executable, "-m", "ppolab", "train", *TINY, "--logdir", str(tmp_path / "runs")]
     first = subprocess.Popen([*base, "--n-itr", "2000", "--run-name", "first"], env=env, stdout=subprocess.DEVNULL)
-    metrics = tmp_path / "runs" / "first" / "metrics.jsonl"
-    deadline = time.time() + 120
-    while not (metrics.exists() and '"type": "iteration"' in metrics.read_text()) and time.time() < deadline:
-        time.sleep(0.05)
+    wait_until(iterations_logged(tmp_path / "runs" / "first"), "the first run's first iteration", alive=first)
     second = subprocess.Popen(
         [*base, "--n-itr", "1", "--run-name", "second"], env=env, stdout=subprocess.PIPE, text=True
     )

@@ -7,10 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
-from conftest import REPO, TINY, only_run_dir, read_metrics, run_ppolab, without_timings
+from conftest import REPO, TINY, iterations_logged, only_run_dir, read_metrics, run_ppolab, wait_until, without_timings
 
 
 def train(logdir, *extra):
@@ -75,12 +74,8 @@ def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_pat
         start_new_session=True,
     )
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            runs = list(logdir.glob("*/metrics.jsonl")) if logdir.exists() else []
-            if runs and sum(1 for line in runs[0].read_text().splitlines() if '"iteration"' in line) >= 4:
-                break
-            time.sleep(0.05)
+        wait_until(lambda: any(iterations_logged(m.parent, 4)() for m in logdir.glob("*/metrics.jsonl")),
+                   "four iterations in metrics.jsonl", alive=proc)  # fmt: skip
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -104,9 +99,7 @@ def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path, inherited):
         text=True,
         preexec_fn=inherited,
     )
-    deadline = time.time() + 120
-    while time.time() < deadline and not list(tmp_path.glob("*/last.pt")):
-        time.sleep(0.05)
+    wait_until(lambda: list(tmp_path.glob("*/last.pt")), "the first checkpoint (last.pt)", alive=proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130

@@ -17,7 +17,7 @@ def test_matrix_lists_every_env_for_one_seed_before_the_next_seed():
     proc = run_ppolab("matrix", "--env-ids", "cartpole", "--num-seeds", "3", "--start-seed", "5", "--command", BASE)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("# 3 commands: 1 envs x 3 seeds (5..7), seed-major")
+    assert lines[0].startswith("# 3 commands: 1 env x 3 seeds (5..7), seed-major")
     assert lines[1:] == [f"{BASE} --env cartpole --seed {s}" for s in (5, 6, 7)]
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TINY, make_sweep, read_metrics, run_ppolab, without_timings
+from conftest import REPO, TINY, make_sweep, read_metrics, run_ppolab, wait_until, without_timings
 
 RAY = Path(sys.executable).with_name("ray")
 NODE = ["--num-cpus", "{cpus}", "--object-store-memory", "200000000", "--disable-usage-stats"]
@@ -88,15 +88,6 @@ def _alive(group: int) -> bool:
     return False
 
 
-def wait_until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def iterations(path: Path) -> int:
     return sum(1 for r in read_metrics(path) if r["type"] == "iteration") if (path / "metrics.jsonl").exists() else 0
 
@@ -117,7 +108,7 @@ def test_training_on_ray_survives_a_killed_worker_and_matches_the_local_backend(
             break
     pids = [int(p) for p in re.search(r"\(pids ([\d, ]+)\)", header).group(1).split(", ")]
     assert len(pids) == 2 and f"cluster at {ray_cluster}" in header
-    wait_until(lambda: iterations(tmp_path / "ray" / "r") >= 5, 120, "5 iterations on Ray")
+    wait_until(lambda: iterations(tmp_path / "ray" / "r") >= 5, "5 iterations on Ray")
     os.kill(pids[1], signal.SIGKILL)  # what a lost node does to its actor
     rest = proc.stdout.read()
     assert proc.wait(120) == 0, rest
@@ -141,10 +132,10 @@ def test_a_sweep_on_ray_runs_side_by_side_and_resumes_a_run_lost_with_its_worker
         path = d / "state.json"
         return json.loads(path.read_text())["runs"] if path.exists() else {}
 
-    wait_until(lambda: all(r.get("state") == "running" for r in state().values()) and state(), 120, "both running")
+    wait_until(lambda: all(r.get("state") == "running" for r in state().values()) and state(), "both runs running")
     control = state()["control-s1"]
     worker_pid = int(control["ray_worker"].split()[1])
-    wait_until(lambda: iterations(d / "runs" / "control-s1") >= 5, 120, "5 iterations of control-s1")
+    wait_until(lambda: iterations(d / "runs" / "control-s1") >= 5, "5 iterations of control-s1")
     os.kill(worker_pid, signal.SIGKILL)  # the Ray worker that ran the task is gone, as with its node
     out = proc.stdout.read()
     assert proc.wait(300) == 0, out

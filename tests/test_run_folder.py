@@ -10,7 +10,7 @@ import threading
 import pytest
 import torch
 import yaml
-from conftest import read_metrics
+from conftest import read_metrics, wait_until
 
 METRIC_KEYS = {
     "iteration",
@@ -191,9 +191,8 @@ def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
     milliseconds apart must still end the run cleanly, with its summary line."""
     import subprocess
     import sys
-    import time
 
-    from conftest import REPO, TINY
+    from conftest import REPO, TINY, wait_until
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "ppolab", "train", *TINY, "--n-itr", "10000", "--logdir", str(tmp_path)],
@@ -203,12 +202,14 @@ def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
         text=True,
         env={**os.environ, "RAY_ADDRESS": ""},
     )
-    for line in proc.stdout:
-        if line.startswith("Saved actor"):
+    saved = False
+    for line in proc.stdout:  # mid-training: an iteration after the first checkpoint
+        saved = saved or line.startswith("Saved actor")
+        if saved and line.startswith("Total time elapsed"):
             break
-    time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.005)
+    # the event between the two: the trainer has taken the first (it ignores SIGTERM from then on, while it stops)
+    wait_until(lambda: _ignores(proc.pid, signal.SIGTERM), "the trainer to start stopping", every=0.0005, alive=proc)
     proc.send_signal(signal.SIGTERM)
     rest = proc.stdout.read()
     assert proc.wait(60) == 130
@@ -284,18 +285,24 @@ def test_ctrl_c_while_the_run_folder_is_being_set_up_leaves_nothing_behind(tmp_p
     of the folder appearing), not a sleep; either nothing is left or a run --resume continues."""
     import subprocess
     import sys
-    import time
 
     from conftest import REPO
 
     argv = ["train", "--env", "cartpole", "--n-itr", "3", "--logdir", str(tmp_path), "--no-lock"]
     proc = subprocess.Popen([sys.executable, "-m", "ppolab", *argv], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})  # fmt: skip
-    deadline = time.time() + 60
-    while not list(tmp_path.glob(f"*/{after}")):
-        assert proc.poll() is None and time.time() < deadline, f"the run never wrote {after}"
-        time.sleep(0.001)
+    wait_until(lambda: list(tmp_path.glob(f"*/{after}")), f"the run's {after}", every=0.001, alive=proc)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(60) == 130
     left = list(tmp_path.iterdir())
     assert left == [] or (left[0] / "last.pt").is_file(), [p.name for p in left[0].iterdir()]
+
+
+def _ignores(pid: int, sig: int) -> bool:
+    """Whether the process ignores `sig` now (its SigIgn mask in /proc)."""
+    try:
+        text = open(f"/proc/{pid}/status").read()
+    except OSError:
+        return False
+    mask = int(next(ln.split()[1] for ln in text.splitlines() if ln.startswith("SigIgn:")), 16)
+    return bool(mask >> (sig - 1) & 1)

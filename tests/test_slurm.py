@@ -12,11 +12,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, wait_until
 
 SWEEP = """\
 metadata: {{name: {name}, hypothesis: "clip 0.3 is no worse"}}
@@ -67,16 +66,6 @@ def states(d: Path) -> dict:
     return json.loads((d / "state.json").read_text())
 
 
-def wait_until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def iterations(run_dir: Path) -> list[int]:
     from ppolab.analysis.parse import read_jsonl
 
@@ -95,11 +84,11 @@ def test_a_two_run_sweep_completes_as_a_job_array(slurm, tmp_path):
     job_id = states(d)["slurm"]["job_id"]
     assert f"Submitted Slurm job {job_id}" in sub.stdout
 
-    wait_until(lambda: all(r["state"] == "done" for r in states(d)["runs"].values()), 180, "both runs done")
+    wait_until(lambda: all(r["state"] == "done" for r in states(d)["runs"].values()), "both runs done", every=1)
     for name in ("control-s1", "clip03-s1"):
         assert iterations(d / "runs" / name) == list(range(5))
         assert states(d)["runs"][name]["slurm_task"].startswith(f"{job_id}_")
-    wait_until(lambda: (d / "results.md").is_file(), 60, "the report of the last task")
+    wait_until(lambda: (d / "results.md").is_file(), "the report of the last task", every=1.0)
     status = ppolab("sweep", str(d), "--status", cwd=tmp_path)
     assert "Slurm" in status.stdout.splitlines()[0]
 
@@ -107,7 +96,7 @@ def test_a_two_run_sweep_completes_as_a_job_array(slurm, tmp_path):
         out = ppolab("sweep", str(d), "--status", cwd=tmp_path).stdout
         return f"{job_id}_0 COMPLETED" in out and f"{job_id}_1 COMPLETED" in out
 
-    wait_until(both_completed, 60, "Slurm shows both tasks COMPLETED")
+    wait_until(both_completed, "Slurm shows both tasks COMPLETED", every=1.0)
 
     again = ppolab("slurm", str(d), "--submit", cwd=tmp_path)
     assert again.returncode == 0 and "nothing to submit" in again.stdout
@@ -122,10 +111,10 @@ def test_a_requeued_task_resumes_its_run_from_the_checkpoint(slurm, tmp_path):
     assert sub.returncode == 0, sub.stderr
     job_id = states(d)["slurm"]["job_id"]
     run_dir = d / "runs" / "control-s1"
-    wait_until(lambda: len(iterations(run_dir)) >= 20, 120, "20 iterations of the first run")
+    wait_until(lambda: len(iterations(run_dir)) >= 20, "20 iterations of the first run", every=1.0)
     subprocess.run(["scontrol", "requeue", f"{job_id}_0"], check=True)  # what preemption does
 
-    wait_until(lambda: all(r["state"] == "done" for r in states(d)["runs"].values()), 300, "both runs done")
+    wait_until(lambda: all(r["state"] == "done" for r in states(d)["runs"].values()), "both runs done", every=1)
     assert iterations(run_dir) == list(range(120))  # nothing lost, nothing repeated
     entry = states(d)["runs"]["control-s1"]
     assert entry["attempts"] == 2 and entry["reason"] is None

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
-from conftest import REPO, make_sweep, on_pty, state_of
+from conftest import REPO, make_sweep, on_pty, state_of, wait_until
 
 QUICK = [
     "--env",
@@ -83,11 +82,7 @@ def test_detach_goes_on_in_the_background_and_status_follows_it(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Sweep running in the background (pid " in proc.stdout
     pid = int(proc.stdout.split("(pid ")[1].split(")")[0])
-    deadline = time.time() + 180
-    while time.time() < deadline:  # the background runner exits by itself once both runs are done
-        if not running(pid):
-            break
-        time.sleep(0.2)
+    wait_until(lambda: not running(pid), "the background runner to finish both runs", every=0.2)
     assert all(r["state"] == "done" for r in state_of(d).values())
     assert "Sweep finished: 2/2 runs done" in (d / "sweep.log").read_text()
     assert "| done" in ppolab("sweep", str(d), "--status").stdout
@@ -118,9 +113,7 @@ def test_ctrl_c_stops_the_current_run_cleanly_and_a_relaunch_continues(tmp_path)
         start_new_session=True,
     )
     last = d / "runs" / "control-s1" / "last.pt"
-    deadline = time.time() + 120
-    while time.time() < deadline and not last.exists():
-        time.sleep(0.05)
+    wait_until(last.exists, f"the first checkpoint {last}", alive=runner)
     import os
     import signal
 

@@ -9,11 +9,19 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_sweep, read_metrics, run_ppolab, state_of, without_timings
+from conftest import (
+    REPO,
+    iterations_logged,
+    make_sweep,
+    read_metrics,
+    run_ppolab,
+    state_of,
+    wait_until,
+    without_timings,
+)
 
 
 @pytest.fixture
@@ -111,12 +119,7 @@ def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
     )
-    metrics = d / "runs" / "control-s1" / "metrics.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if metrics.exists() and metrics.read_text().count('"type": "iteration"') >= 3:
-            break
-        time.sleep(0.05)
+    wait_until(iterations_logged(d / "runs" / "control-s1", 3), "three iterations of control-s1", alive=runner)
     runner.send_signal(signal.SIGKILL)
     runner.wait()
     assert state_of(d)["control-s1"]["state"] == "running"  # as the dead runner left it
@@ -136,11 +139,8 @@ def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp
 def test_two_launches_at_once_run_each_job_once(tmp_path, lock_dir):
     d = make_sweep(tmp_path, n_itr=20)  # long enough for the two launches to overlap
     first = start(d)
-    metrics = d / "runs" / "control-s1" / "metrics.jsonl"
-    deadline = time.monotonic() + 120
-    while not (metrics.exists() and '"type": "iteration"' in metrics.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the first launch is training: the second must wait for it
-    second = start(d)
+    wait_until(iterations_logged(d / "runs" / "control-s1"), "the first launch's first iteration", alive=first)
+    second = start(d)  # the first launch is training: the second must wait for it
     out1, _ = first.communicate(timeout=300)
     out2, _ = second.communicate(timeout=300)
     assert first.returncode == 0 and second.returncode == 0
@@ -159,10 +159,7 @@ def test_no_wait_refuses_while_another_job_holds_the_machine(tmp_path, lock_dir)
         stdin=subprocess.DEVNULL,
     )
     try:
-        metrics = d / "runs" / "control-s1" / "metrics.jsonl"
-        deadline = time.time() + 120
-        while time.time() < deadline and not (metrics.exists() and '"type": "iteration"' in metrics.read_text()):
-            time.sleep(0.05)  # its first run is training
+        wait_until(iterations_logged(d / "runs" / "control-s1"), "the first sweep's first iteration", alive=first)
         other = make_sweep(tmp_path / "other")
         proc = run(str(other), "--yes", "--no-wait")
         assert proc.returncode == 2
@@ -194,11 +191,7 @@ def test_runner_kills_do_not_use_up_retries(tmp_path, lock_dir):
             sweep_cmd(str(d), "--yes", "--max-retries", "0"), cwd=REPO, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
         )  # fmt: skip
-        deadline = time.time() + 120
-        while time.time() < deadline:  # wait for the event: iteration `kill_after` is in metrics.jsonl
-            if metrics.exists() and metrics.read_text().count('"type": "iteration"') > kill_after:
-                break
-            time.sleep(0.05)
+        wait_until(iterations_logged(metrics.parent, kill_after + 1), f"iteration {kill_after}", alive=runner)
         runner.send_signal(signal.SIGKILL)
         runner.wait()
     proc = run(str(d), "--yes", "--max-retries", "0")
@@ -218,10 +211,7 @@ def test_a_training_killed_from_outside_is_interrupted_not_failed(tmp_path, lock
     metrics = d / "runs" / "control-s1" / "metrics.jsonl"
     for kill_after in (4, 12, 20):
         runner = start_with(d, "--max-retries", "0")
-        deadline = time.time() + 120
-        while not (metrics.exists() and metrics.read_text().count('"type": "iteration"') > kill_after):
-            assert time.time() < deadline, f"iteration {kill_after} never reached {metrics}"
-            time.sleep(0.05)
+        wait_until(iterations_logged(metrics.parent, kill_after + 1), f"iteration {kill_after}", alive=runner)
         pid = state_of(d)["control-s1"]["pid"]
         os.kill(pid, signal.SIGKILL)
         out, _ = runner.communicate(timeout=120)

@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import optuna
 import pytest
-from conftest import TINY, run_ppolab
+from conftest import TINY, iterations_logged, run_ppolab, wait_until
 from optuna.trial import TrialState
 
 from ppolab.analysis.parse import read_jsonl
@@ -90,11 +89,8 @@ def test_a_study_killed_mid_trial_continues_to_three_complete_trials_without_dup
     first = subprocess.Popen(
         [sys.executable, "-m", "ppolab", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
     )
-    metrics = tmp_path / "experiments/tune/kill/trial-0001/cartpole-s1/metrics.jsonl"
-    deadline = time.monotonic() + 120
-    while not (metrics.exists() and len(read_jsonl(metrics).iterations) >= 3):
-        assert time.monotonic() < deadline and first.poll() is None, "trial 1 never got going"
-        time.sleep(0.05)
+    trial = tmp_path / "experiments/tune/kill/trial-0001/cartpole-s1"
+    wait_until(iterations_logged(trial, 3), "three iterations of trial 1", alive=first)
     first.send_signal(signal.SIGKILL)  # no chance to tidy up: trial 1 stays RUNNING in the database
     first.wait()
     storage = "sqlite:///" + str(tmp_path / "experiments/tune/kill.db")
@@ -111,7 +107,7 @@ def test_a_study_killed_mid_trial_continues_to_three_complete_trials_without_dup
     done = complete_trials(storage)
     assert len({tuple(sorted(t.params.items())) for t in done}) == 3  # three different configurations
     assert done[1].system_attrs["failed_trial"] == 1 and done[1].params == trials[1].params
-    resumed = read_jsonl(metrics).iterations
+    resumed = read_jsonl(trial / "metrics.jsonl").iterations
     assert [r["iteration"] for r in resumed] == list(range(n_itr))  # resumed: nothing lost, nothing repeated
     assert sorted(p.name for p in (tmp_path / "experiments/tune/kill").glob("trial-*")) == [
         "trial-0000",
@@ -196,7 +192,9 @@ def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(t
     lost = study.ask(space)  # what a tuner on another machine would hold while it trains
     lost.set_user_attr("host", "node-7")
     study._storage.record_heartbeat(lost._trial_id)
-    time.sleep(4)  # ... and then its machine is gone: no more heartbeats
+    # ... and then its machine is gone: no more heartbeats; wait until its last one is past the grace period
+    db = tmp_path / "experiments/tune/hb.db"
+    wait_until(lambda: _heartbeat_age(db) > 3.5, "the lost trial's heartbeat to expire", every=0.1)
 
     proc = run_ppolab(*base, "--n-trials", "2", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -278,3 +276,14 @@ def test_the_pruner_s_reader_skips_records_without_their_fields(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     assert RunningScore("peak_eval", path).new_points() == [(1, 5.0), (3, 7.0)]
     assert RunningScore("final_reward", path).new_points() == []
+
+
+def _heartbeat_age(db) -> float:
+    """Seconds since the newest heartbeat in an Optuna SQLite study, by the database's own clock."""
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        (age,) = con.execute(
+            "SELECT (julianday('now') - julianday(MAX(heartbeat))) * 86400 FROM trial_heartbeats"
+        ).fetchone()
+    return age or 0.0
