@@ -40,6 +40,7 @@ from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
 from ppolab.ppo.run_files import read_config
 from ppolab.util import tables
+from ppolab.util.run_state import RunState
 from ppolab.util.tables import count
 
 NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
@@ -93,7 +94,7 @@ class Configuration:
 def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
     planned = cfg.get("n_itr")
     done = summary.iterations if summary else 0
-    if state not in (None, "done"):
+    if state not in (None, RunState.DONE):
         return f"{state} after {done} of {planned} iterations"
     if summary is None:
         return "no completed iteration"
@@ -109,7 +110,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
     for name, path in paths:
         state = (states or {}).get(name)
         if not (path / "config.yaml").exists() and states is not None:  # a sweep's run not begun (or lost)
-            runs.append(Run(name, path, None, None, "not started" if state in (None, "pending") else state))
+            runs.append(Run(name, path, None, None, "not started" if state in (None, RunState.PENDING) else state))
             continue
         cfg = read_config(path)
         summary = (

@@ -18,6 +18,7 @@ from ppolab.analysis.anomalies import still_improving
 from ppolab.analysis.compare import Run, _status
 from ppolab.analysis.parse import RunRecords
 from ppolab.analysis.summary import summarize
+from ppolab.util.run_state import RunState
 
 
 def records(
@@ -87,7 +88,7 @@ def write_sweep(
             lines = [json.dumps(r) for r in rec.iterations + rec.evals]
             (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
             state["runs"][name] = {
-                "state": "done" if stop is None else "interrupted", "pid": None, "host": None,
+                "state": RunState.DONE if stop is None else RunState.INTERRUPTED, "pid": None, "host": None,
                 "started": "2026-11-30T00:00:00+00:00", "ended": "2026-11-30T00:01:00+00:00",
                 "exit_code": 0 if stop is None else None, "attempts": 1, "run_dir": f"runs/{name}",
                 "reason": None, "summary": None,

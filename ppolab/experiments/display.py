@@ -14,6 +14,7 @@ from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import STATE_FILE, SweepState
+from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table
 
 
@@ -59,7 +60,7 @@ def status_data(sweep_dir: Path, planned: list[PlannedRun], ask_slurm: bool = Tr
     for i, p in enumerate(planned, start=1):
         entry = state.runs.get(p.name) if state else None
         n_itr = p.config.get("n_itr", 20000)
-        row = {"run": i, "name": p.name, "state": "pending", "reason": None, "iteration": 0, "n_itr": n_itr,
+        row = {"run": i, "name": p.name, "state": RunState.PENDING, "reason": None, "iteration": 0, "n_itr": n_itr,
                "elapsed_s": None, "eta_s": None, "latest_reward": None, "attempts": 0}  # fmt: skip
         if slurm_job:
             row["slurm_task"] = f"{slurm_job}_{i - 1} {slurm_states.get(i - 1, 'gone')}"
@@ -76,11 +77,12 @@ def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr:
     started, ended = _parse_time(entry.get("started")), _parse_time(entry.get("ended"))
     run_state = state.effective_state(name)
     eta = None
-    if run_state == "running" and done_itr:
+    if run_state == RunState.RUNNING and done_itr:
         eta = iters[-1]["total_time"] / done_itr * (n_itr - done_itr)
     latest = next((r["mean_eprew"] for r in reversed(iters) if r["mean_eprew"] == r["mean_eprew"]), None)
     return {
-        "state": run_state, "reason": entry.get("reason") if run_state != "done" else None, "iteration": done_itr,
+        "state": run_state, "reason": entry.get("reason") if run_state != RunState.DONE else None,
+        "iteration": done_itr,
         "elapsed_s": ((ended or now) - started).total_seconds() if started else None, "eta_s": eta,
         "latest_reward": latest, "attempts": entry.get("attempts", 0), "ray_worker": entry.get("ray_worker"),
         "s_per_iteration": iters[-1]["total_time"] / done_itr if done_itr else None,
@@ -104,9 +106,9 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
 
 def sweep_line(rows: list[dict]) -> str:
     """Runs done of planned, and the sweep's ETA: the iterations left at the pace measured so far."""
-    done = sum(r["state"] == "done" for r in rows)
+    done = sum(r["state"] == RunState.DONE for r in rows)
     paces = [r["s_per_iteration"] for r in rows if r.get("s_per_iteration")]
-    left = sum(r["n_itr"] - r["iteration"] for r in rows if r["state"] not in ("done", "failed"))
+    left = sum(r["n_itr"] - r["iteration"] for r in rows if r["state"] not in (RunState.DONE, RunState.FAILED))
     eta = "-" if not left else duration(left * sum(paces) / len(paces)) if paces else "unknown until a run starts"
     return f"Sweep: {done}/{len(rows)} runs done, {count(left, 'iteration')} left, ETA {eta}"
 
@@ -135,8 +137,8 @@ def list_data(root: Path) -> list[dict]:
             state, damaged = SweepState.read(sweep_dir), None
         except UserError as exc:  # one damaged sweep does not hide the others
             state, damaged = None, str(exc)
-        done = sum(1 for p in planned if state and state.runs.get(p.name, {}).get("state") == "done")
-        running = bool(state) and any(state.effective_state(n) == "running" for n in state.runs)
+        done = sum(1 for p in planned if state and state.runs.get(p.name, {}).get("state") == RunState.DONE)
+        running = bool(state) and any(state.effective_state(n) == RunState.RUNNING for n in state.runs)
         rows.append({"sweep": sweep_dir.name, "title": title, "path": str(sweep_dir), "done": done, "total": total,
                      "valid": total is not None, "running": running, "state_error": damaged,
                      "last_activity": state.data.get("updated") if state else None,

@@ -19,6 +19,7 @@ from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.display import duration, status_data, sweep_line
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import SweepState, pid_alive
+from ppolab.util.run_state import RunState
 
 
 def snapshot(sweep_dir: Path, planned: list[PlannedRun]) -> dict:
@@ -29,7 +30,7 @@ def snapshot(sweep_dir: Path, planned: list[PlannedRun]) -> dict:
     active, live_found, done_found = [], [], []
     for row in rows:
         entry = state.runs.get(row["name"], {}) if state else {}
-        if row["state"] == "running":
+        if row["state"] == RunState.RUNNING:
             metrics = sweep_dir / entry.get("run_dir", "") / "metrics.jsonl"
             iters = read_jsonl(metrics).iterations if metrics.is_file() else []
             active.append({**row, "fps": iters[-1]["fps"] if iters else None})
@@ -141,7 +142,8 @@ def sweep_active(sweep_dir: Path) -> bool:
     state = SweepState.read(sweep_dir)
     if state is None:
         return False
-    return pid_alive(state.data.get("runner_pid")) or any(state.effective_state(n) == "running" for n in state.runs)
+    running = any(state.effective_state(n) == RunState.RUNNING for n in state.runs)
+    return pid_alive(state.data.get("runner_pid")) or running
 
 
 def watch(sweep_dir: Path, planned: list[PlannedRun], out: TextIO = sys.stdout, every_s: float = 2.0) -> int:
@@ -158,7 +160,7 @@ def watch(sweep_dir: Path, planned: list[PlannedRun], out: TextIO = sys.stdout, 
         return 0
     view.close()
     snap = snapshot(sweep_dir, planned)
-    ended = "has finished" if all(r["state"] == "done" for r in snap["rows"]) else "is not running"
+    ended = "has finished" if all(r["state"] == RunState.DONE for r in snap["rows"]) else "is not running"
     print(f"The sweep {ended}. {snap['sweep']}", file=out)
     if snap["anomaly"]:
         print(f"Last anomaly: {snap['anomaly']}", file=out)

@@ -28,12 +28,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
 from ppolab.errors import UserError
 from ppolab.util.files import atomic_write_text, refuse_links
+from ppolab.util.run_state import RunState
+from ppolab.util.validation import first_problem
 
 STATE_FILE = "state.json"
 LOCK_FILE = ".state.lock"
-STATES = ("pending", "running", "done", "failed", "interrupted")
+STATES = tuple(RunState)
 # what ppolab writes in a sweep folder (runs, their logs, the report, the detached runner's log and pid)
 SWEEP_ENTRIES = [LOCK_FILE, STATE_FILE, "runs", "logs", "plots", "results.md", "sweep.log", "runner.pid"]
 
@@ -43,19 +47,8 @@ def now() -> str:
 
 
 def new_entry(run_dir: str) -> dict[str, Any]:
-    return {
-        "state": "pending",
-        "pid": None,
-        "host": None,
-        "started": None,
-        "ended": None,
-        "exit_code": None,
-        "attempts": 0,  # starts, resumes included
-        "failures": 0,  # non-zero exits and timeouts of the run itself: what --max-retries counts
-        "run_dir": run_dir,
-        "reason": None,
-        "summary": None,
-    }
+    """A run not started yet, as state.json records it."""
+    return RunEntry(state=RunState.PENDING, run_dir=run_dir).model_dump()
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -74,11 +67,27 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-ENTRY_TYPES = {
-    "state": str, "pid": (int, type(None)), "host": (str, type(None)), "started": (str, type(None)),
-    "ended": (str, type(None)), "exit_code": (int, type(None)), "attempts": int, "failures": int, "run_dir": str,
-    "reason": (str, type(None)), "summary": (dict, type(None)),
-}  # fmt: skip
+class RunEntry(BaseModel):
+    """One run's record in state.json. Extra keys (where it ran: slurm_task, ray_worker) are kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    state: RunState
+    pid: int | None = None
+    host: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    exit_code: int | None = None
+    attempts: int = 0
+    failures: int = 0  # non-zero exits and timeouts of the run itself: what --max-retries counts
+    run_dir: str
+    reason: str | None = None
+    summary: dict | None = None
+
+    @field_validator("state", mode="before")
+    @classmethod
+    def _known_state(cls, v: Any) -> Any:
+        return RunState(v) if isinstance(v, str) and v in RunState._value2member_map_ else v
 
 
 def _read(sweep_dir: Path) -> dict[str, Any]:
@@ -106,7 +115,7 @@ def _forget_vanished(sweep_dir: Path, data: dict[str, Any]) -> None:
     nothing on disk would be a result that does not exist. A folder still there is left as it is."""
     for entry in data["runs"].values():
         folder = sweep_dir / entry["run_dir"]
-        if entry["state"] == "done" and not folder.exists() and not folder.is_symlink():
+        if entry["state"] == RunState.DONE and not folder.exists() and not folder.is_symlink():
             entry.update(new_entry(entry["run_dir"]), reason=VANISHED)
 
 
@@ -116,14 +125,15 @@ def _shape_problem(data: Any) -> str | None:
     for name, entry in data["runs"].items():
         if not isinstance(entry, dict):
             return f"run {name!r} is not a mapping"
-        for key, kind in ENTRY_TYPES.items():
-            if key in entry and (not isinstance(entry[key], kind) or isinstance(entry[key], bool) and kind is int):
-                return f"run {name!r}: {key} is {type(entry[key]).__name__}"
-        missing = [k for k in ("state", "run_dir", "attempts") if k not in entry]
-        if missing:
-            return f"run {name!r} has no {missing[0]}"
-        if entry["state"] not in STATES:
-            return f"run {name!r}: unknown state {entry['state']!r}"
+        try:
+            RunEntry.model_validate(entry)
+        except ValidationError as exc:
+            err = first_problem(exc)
+            if err["type"] == "missing":
+                return f"run {name!r} has no {err['where']}"
+            if err["where"] == "state":
+                return f"run {name!r}: unknown state {entry['state']!r}"
+            return f"run {name!r}: {err['where']} is {type(err['input']).__name__}"
         if entry["run_dir"] != f"runs/{name}":
             return f"run {name!r}: run_dir {entry['run_dir']!r} is not runs/{name}"
     return None
@@ -172,8 +182,8 @@ class SweepState:
         """
         entry = self.runs[name]
         local = entry.get("host") in (None, socket.gethostname())
-        if entry["state"] == "running" and local and not pid_alive(entry["pid"]):
-            return "interrupted"
+        if entry["state"] == RunState.RUNNING and local and not pid_alive(entry["pid"]):
+            return RunState.INTERRUPTED
         return entry["state"]
 
 

@@ -30,6 +30,7 @@ from ppolab.experiments.state import now
 from ppolab.ppo.run_files import MARKER
 from ppolab.util.files import refuse_links
 from ppolab.util.interrupt import deferred_signals
+from ppolab.util.run_state import RunState
 
 STOP_GRACE_S = 60.0
 
@@ -204,7 +205,7 @@ class Job:
 def started_entry(job: Job, attempts: int, reason: str | None = None, **where: str) -> dict:
     """The state fields of a run that has just started as `job` (`where`: e.g. its Slurm or Ray task)."""
     return dict(
-        state="running",
+        state=RunState.RUNNING,
         pid=job.pid,
         host=socket.gethostname(),
         **where,

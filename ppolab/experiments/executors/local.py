@@ -37,6 +37,7 @@ from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
 from ppolab.experiments.state import VANISHED, SweepState, now
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
+from ppolab.util.run_state import RunState
 
 
 def run_sweep(
@@ -64,7 +65,7 @@ def run_sweep(
         state.data["runner_pid"] = os.getpid()
         for name in state.runs:  # a run left "running" by a dead runner was interrupted
             if name in {p.name for p in planned} and state.effective_state(name) != state.runs[name]["state"]:
-                state.runs[name]["state"] = "interrupted"
+                state.runs[name]["state"] = RunState.INTERRUPTED
         state.save()
         view = SweepView(sweep_dir, planned, out)
         try:
@@ -131,12 +132,12 @@ class _Scheduler:
 
     def _should_run(self, i: int, run: PlannedRun) -> bool:
         entry = self.state.runs[run.name]
-        if entry["state"] == "done":
+        if entry["state"] == RunState.DONE:
             self.say(f"Skipping Run {i}/{self.total}: {run.name} (done)")
             return False
         if entry["reason"] == VANISHED:
             self.say(f"Run {i}/{self.total}: {run.name}: {VANISHED}")
-        if entry["state"] == "failed" and entry.get("failures", 0) > self.max_retries:
+        if entry["state"] == RunState.FAILED and entry.get("failures", 0) > self.max_retries:
             self.say(
                 f"Skipping Run {i}/{self.total}: {run.name} (failed {entry['failures']} times; "
                 "raise --max-retries to try again)"
@@ -161,14 +162,14 @@ class _Scheduler:
         run, run_dir = act.run, self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
         if code == NO_SPACE_EXIT and reason is None:  # the disk is full: every later run would stop too
             self.state.update(
-                run.name, state="interrupted", ended=now(), exit_code=code, reason="no space left on disk"
+                run.name, state=RunState.INTERRUPTED, ended=now(), exit_code=code, reason="no space left on disk"
             )
             self.say(f"Run {act.index}/{self.total} {run.name} stopped: no space left. Free space and launch again.")
             return NO_SPACE_EXIT
         if code == 130 and reason is None:  # the run itself was stopped (SIGINT/SIGTERM): stop the sweep too
             self.state.update(
                 run.name,
-                state="interrupted",
+                state=RunState.INTERRUPTED,
                 ended=now(),
                 exit_code=code,
                 reason="run stopped",
@@ -177,15 +178,15 @@ class _Scheduler:
             self.say(f"Run {act.index}/{self.total} {run.name} was stopped. Launch the sweep again to continue.")
             return 130
         if reason is None and (outside := killed_from_outside(code)):  # not the run's failure: no retry spent
-            self.state.update(run.name, state="interrupted", ended=now(), exit_code=code, reason=outside,
+            self.state.update(run.name, state=RunState.INTERRUPTED, ended=now(), exit_code=code, reason=outside,
                               summary=summary_of(run_dir))  # fmt: skip
             self.say(f"Run {act.index}/{self.total} {run.name} was {outside}.")
             return code
-        final = "done" if code == 0 and reason is None else "failed"
+        final = RunState.DONE if code == 0 and reason is None else RunState.FAILED
         if reason is None and code != 0:
             reason = failure_reason(code, self.sweep_dir / LOGS_DIR / f"{run.name}.log")
         summary = summary_of(run_dir)
-        failures = self.state.runs[run.name].get("failures", 0) + (final == "failed")  # the run's own failures
+        failures = self.state.runs[run.name].get("failures", 0) + (final == RunState.FAILED)  # the run's own failures
         self.state.update(
             run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary, failures=failures
         )
@@ -201,7 +202,7 @@ class _Scheduler:
             run_dir = self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
             self.state.update(
                 act.run.name,
-                state="interrupted",
+                state=RunState.INTERRUPTED,
                 ended=now(),
                 exit_code=act.job.returncode,
                 reason=reason,
@@ -209,7 +210,7 @@ class _Scheduler:
             )
 
     def _wrap_up(self) -> int:
-        failed = [p.name for p in self.planned if self.state.runs[p.name]["state"] != "done"]
+        failed = [p.name for p in self.planned if self.state.runs[p.name]["state"] != RunState.DONE]
         self.say(
             f"Sweep finished: {self.total - len(failed)}/{self.total} runs done"
             + (f"; not done: {', '.join(failed)}" if failed else "")

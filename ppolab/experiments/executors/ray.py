@@ -22,6 +22,7 @@ from ppolab.experiments.executors import task
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import locked
 from ppolab.util.interrupt import sigterm_as_interrupt
+from ppolab.util.run_state import RunState
 
 CANCEL_GRACE_S = 90.0
 
@@ -52,10 +53,10 @@ def run_sweep_on_ray(
     sweep_dir = sweep_dir.resolve()
     dirs = task.run_dirs(planned)
     with locked(sweep_dir, sweep_name, dirs) as state:
-        todo = [i for i, p in enumerate(planned) if state.runs[p.name]["state"] != "done"]
+        todo = [i for i, p in enumerate(planned) if state.runs[p.name]["state"] != RunState.DONE]
         for i in todo:
-            if state.runs[planned[i].name]["state"] != "running":
-                state.update(planned[i].name, state="pending", reason="queued on the Ray cluster")
+            if state.runs[planned[i].name]["state"] != RunState.RUNNING:
+                state.update(planned[i].name, state=RunState.PENDING, reason="queued on the Ray cluster")
     if not todo:
         say("Every run is done; nothing to submit.")
         return 0
@@ -89,13 +90,14 @@ def run_sweep_on_ray(
                 kind = type(exc).__name__
                 if attempts[i] <= max_retries:
                     with locked(sweep_dir, sweep_name, dirs) as state:
-                        state.update(name, state="pending", reason=f"lost with its worker ({kind}); resubmitted")
+                        state.update(name, state=RunState.PENDING, reason=f"lost with its worker ({kind}); resubmitted")
                     say(f"Run {name}: lost with its Ray worker ({kind}); submitted again, resumes from its checkpoint")
                     refs[submit(i)] = i
                     continue
-                results[i] = "interrupted"
+                results[i] = RunState.INTERRUPTED
                 with locked(sweep_dir, sweep_name, dirs) as state:
-                    state.update(name, state="interrupted", reason=f"lost with its worker {attempts[i]} times ({kind})")
+                    why = f"lost with its worker {attempts[i]} times ({kind})"
+                    state.update(name, state=RunState.INTERRUPTED, reason=why)
                 say(f"Run {name}: lost {attempts[i]} times ({kind}); launch again to resume it")
     except KeyboardInterrupt:
         say("Interrupted: stopping the runs on the cluster (each saves its checkpoint)...")
@@ -109,6 +111,6 @@ def run_sweep_on_ray(
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    done = sum(1 for r in results.values() if r == "done")
+    done = sum(1 for r in results.values() if r == RunState.DONE)
     say(f"Sweep finished on Ray: {done}/{len(todo)} submitted runs done.")
     return 0 if done == len(todo) else 1

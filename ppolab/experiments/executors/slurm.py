@@ -28,6 +28,7 @@ from ppolab.experiments.executors import task
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, locked, now
 from ppolab.util.files import atomic_write_text
+from ppolab.util.run_state import RunState
 
 SCRIPT_NAME = "slurm.sbatch"
 TIME_RE = re.compile(r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")
@@ -129,7 +130,7 @@ def render_script(sweep_dir: Path, sweep_name: str, indices: list[int], res: Res
 
 def runs_left(sweep_dir: Path, planned: list[PlannedRun]) -> list[int]:
     state = SweepState.read(sweep_dir)
-    return [i for i, p in enumerate(planned) if not state or state.runs.get(p.name, {}).get("state") != "done"]
+    return [i for i, p in enumerate(planned) if not state or state.runs.get(p.name, {}).get("state") != RunState.DONE]
 
 
 def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: str, indices: list[int]) -> str:
@@ -147,8 +148,8 @@ def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: 
         state.data["slurm"] = {"job_id": job_id, "submitted": now(), "script": SCRIPT_NAME, "tasks": indices}
         for i in indices:
             entry = state.runs[planned[i].name]
-            if entry["state"] != "running":
-                entry.update(state="pending", reason=f"queued as Slurm job {job_id}_{i}")
+            if entry["state"] != RunState.RUNNING:
+                entry.update(state=RunState.PENDING, reason=f"queued as Slurm job {job_id}_{i}")
         state.save()
     return job_id
 
@@ -158,10 +159,10 @@ def _decide(got: int | None, code: int) -> tuple[str, str | None]:
     if got == signal.SIGUSR1:
         requeue = subprocess.run(["scontrol", "requeue", os.environ.get("SLURM_JOB_ID", "")], capture_output=True)
         if requeue.returncode != 0:
-            return "interrupted", "stopped before the time limit; requeue failed, submit again to resume"
-        return "pending", "stopped before the time limit; requeued, resumes from its checkpoint"
+            return RunState.INTERRUPTED, "stopped before the time limit; requeue failed, submit again to resume"
+        return RunState.PENDING, "stopped before the time limit; requeued, resumes from its checkpoint"
     if got is not None:
-        return "interrupted", "stopped by Slurm (preempted, requeued or cancelled)"
+        return RunState.INTERRUPTED, "stopped by Slurm (preempted, requeued or cancelled)"
     return task.default_decide(got, code)
 
 
@@ -169,4 +170,4 @@ def run_task(sweep_dir: Path, index: int) -> int:
     """One array task: run (or resume) run number `index` of the sweep, recording its state."""
     job_tag = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}"
     final = task.run_task(sweep_dir, index, where={"slurm_task": job_tag}, decide=_decide)
-    return 0 if final in ("done", "pending") else 1
+    return 0 if final in (RunState.DONE, RunState.PENDING) else 1

@@ -31,6 +31,7 @@ from ppolab.experiments.machine_lock import HELD
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun, load_plan
 from ppolab.experiments.spec import sweep_name
 from ppolab.experiments.state import locked, now
+from ppolab.util.run_state import RunState
 
 # (signal received or None, exit code) -> (final state, reason)
 Decide = Callable[[int | None, int], tuple[str, str | None]]
@@ -55,10 +56,10 @@ class StopSignals:
 
 def default_decide(got: int | None, code: int) -> tuple[str, str | None]:
     if got is not None:
-        return "interrupted", "stopped: the sweep was interrupted, or the cluster stopped the task"
+        return RunState.INTERRUPTED, "stopped: the sweep was interrupted, or the cluster stopped the task"
     if outside := killed_from_outside(code):
-        return "interrupted", outside
-    return ("done", None) if code == 0 else ("failed", f"exit code {code}")
+        return RunState.INTERRUPTED, outside
+    return (RunState.DONE, None) if code == 0 else (RunState.FAILED, f"exit code {code}")
 
 
 def run_task(
@@ -84,9 +85,9 @@ def run_task(
     signals = StopSignals()
     with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
         entry = state.runs[run.name]
-        if entry["state"] == "done":
+        if entry["state"] == RunState.DONE:
             print(f"Run {run.name} is already done; nothing to do.", file=out, flush=True)
-            return "done"
+            return RunState.DONE
         call, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.call)
         label = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in where.items())
         print(f"{label} on {socket.gethostname()}: {run.name}", file=out, flush=True)
@@ -105,7 +106,7 @@ def run_task(
         job.stop()
     code, _ = job.wait(None)
     final, reason = decide(signals.got, code)
-    if final == "failed" and reason == f"exit code {code}":
+    if final == RunState.FAILED and reason == f"exit code {code}":
         reason = failure_reason(code, sweep_dir / LOGS_DIR / f"{run.name}.log")
     with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
         state.update(
@@ -116,9 +117,9 @@ def run_task(
             reason=reason,
             summary=summary_of(sweep_dir / dirs[run.name]),
         )
-        all_ended = all(state.runs[p.name]["state"] in ("done", "failed") for p in planned)
+        all_ended = all(state.runs[p.name]["state"] in (RunState.DONE, RunState.FAILED) for p in planned)
     print(f"Run {run.name}: {final}" + (f" ({reason})" if reason else ""), file=out, flush=True)
-    if all_ended and final in ("done", "failed"):
+    if all_ended and final in (RunState.DONE, RunState.FAILED):
         from ppolab.experiments.report import write_report
 
         try:
