@@ -11,6 +11,7 @@ from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util import strict_json, yaml_file
 from ppolab.util.validation import first_problem
 
@@ -40,7 +41,7 @@ def load_thresholds(config: Path | None, overrides: dict) -> Thresholds:
 def run_paths(path: Path) -> list[tuple[str, Path]]:
     """(name, run) pairs: one for a run folder or log file, every run of a sweep folder."""
     if path.is_dir() and (path / "sweep.yaml").exists():
-        runs = sorted(p for p in (path / "runs").glob("*") if p.is_dir() and (p / "metrics.jsonl").exists())
+        runs = sorted(p for p in (path / "runs").glob("*") if p.is_dir() and RunFolder(p).has_metrics())
         if not runs:
             raise UserError(f"{path}: no run of this sweep has recorded an iteration yet")
         return [(p.name, p) for p in runs]

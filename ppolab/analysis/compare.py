@@ -39,6 +39,7 @@ from ppolab.analysis.stats import (
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
 from ppolab.ppo.run_files import read_config
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util import tables
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count
@@ -114,7 +115,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
             continue
         cfg = read_config(path)
         summary = (
-            summarize(load_run(path)) if (path / "metrics.jsonl").exists() or (path / "train.log").exists() else None
+            summarize(load_run(path)) if RunFolder(path).has_metrics() or RunFolder(path).log.exists() else None
         )
         run = Run(name, path, cfg, summary, _status(cfg, summary, state))
         if summary:

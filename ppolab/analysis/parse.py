@@ -10,7 +10,6 @@ only iterations whose `Total time elapsed` line was written count).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.ppo.console import TABLE_ROWS
+from ppolab.ppo.run_folder import RunFolder, read_records
 
 LABELS = dict(TABLE_ROWS)  # the console table's labels (LearningHumanoidWalking's) -> metric keys
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -109,46 +109,17 @@ def parse_log(text: str, source: str = "log") -> RunRecords:
     return out
 
 
-REQUIRED = {"iteration": ("mean_eprew", "mean_eplen"), "eval": ("reward", "length")}  # what every reader uses
-
-
-def is_record(rec: object) -> bool:
-    """A record as ppolab writes it: a mapping with a type, an iteration count, the fields every reader uses,
-    and numbers for values. Anything else (a record cut short, hand-edited, or from another tool) is skipped."""
-    if not isinstance(rec, dict) or rec.get("type") not in REQUIRED:
-        return False
-    if any(k not in rec for k in REQUIRED[rec["type"]]):
-        return False
-    itr = rec.get("iteration")
-    if not isinstance(itr, int) or isinstance(itr, bool) or itr < 0:
-        return False
-    return all(
-        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-        for k, v in rec.items()
-        if k not in ("type", "iteration")
-    )
-
-
 def read_jsonl(path: Path) -> RunRecords:
-    """Records of metrics.jsonl; a line cut off by a crash, or damaged (not a record), is skipped and counted."""
-    out = RunRecords(source=str(path))
+    """Records of metrics.jsonl (RunFolder's one rule: a line cut off by a crash, or damaged, is skipped
+    and counted), with the log's summary line when the run ended normally or by Ctrl-C."""
+    folder = RunFolder(path.parent)
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        recs = read_records(path)
     except OSError as exc:
         raise UserError(f"{path}: unreadable ({exc.strerror})") from None
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            rec = None
-        if not is_record(rec):
-            out.incomplete += bool(line.strip())
-            continue
-        (out.evals if rec["type"] == "eval" else out.iterations).append(rec)
-    out.iterations.sort(key=lambda r: r["iteration"])
-    log = path.with_name("train.log")
-    if log.exists():  # the summary line, when the run ended normally or by Ctrl-C
-        for line in reversed(log.read_text(errors="replace").splitlines()[-5:]):
+    out = RunRecords(source=str(path), iterations=recs.iterations, evals=recs.evals, incomplete=recs.skipped)
+    if folder.log.exists():  # the summary line, when the run ended normally or by Ctrl-C
+        for line in reversed(folder.log.read_text(errors="replace").splitlines()[-5:]):
             if m := FINAL.match(line):
                 out.final_time = float(m.group(1))
                 break
@@ -158,8 +129,8 @@ def read_jsonl(path: Path) -> RunRecords:
 def load_run(path: Path) -> RunRecords:
     """A run folder (metrics.jsonl, else train.log) or a plain stdout log file."""
     if path.is_dir():
-        if (path / "metrics.jsonl").exists():
-            return read_jsonl(path / "metrics.jsonl")
+        if RunFolder(path).has_metrics():
+            return read_jsonl(RunFolder(path).metrics)
         if (path / "train.log").exists():
             path = path / "train.log"
         else:

@@ -16,6 +16,7 @@ from pathlib import Path
 from ppolab.analysis.anomalies import Thresholds, find_anomalies
 from ppolab.analysis.parse import RunRecords, load_run
 from ppolab.errors import UserError
+from ppolab.ppo.run_folder import RunFolder
 
 
 @dataclass
@@ -74,7 +75,7 @@ def summarize(rec: RunRecords, thresholds: Thresholds | None = None) -> RunSumma
 
 def summarize_run(run_dir: Path, thresholds: Thresholds | None = None) -> RunSummary | None:
     """The summary of a run folder, or None when it has not finished an iteration yet."""
-    if not (run_dir / "metrics.jsonl").exists() and not (run_dir / "train.log").exists():
+    if not RunFolder(run_dir).has_metrics() and not RunFolder(run_dir).log.exists():
         return None
     try:
         return summarize(load_run(run_dir), thresholds)

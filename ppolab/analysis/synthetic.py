@@ -18,6 +18,7 @@ from ppolab.analysis.anomalies import still_improving
 from ppolab.analysis.compare import Run, _status
 from ppolab.analysis.parse import RunRecords
 from ppolab.analysis.summary import summarize
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.run_state import RunState
 
 
@@ -86,7 +87,7 @@ def write_sweep(
             (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
             rec = records(score, n_itr, stop)
             lines = [json.dumps(r) for r in rec.iterations + rec.evals]
-            (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+            RunFolder(run_dir).metrics.write_text("\n".join(lines) + "\n")
             state["runs"][name] = {
                 "state": RunState.DONE if stop is None else RunState.INTERRUPTED, "pid": None, "host": None,
                 "started": "2026-11-30T00:00:00+00:00", "ended": "2026-11-30T00:01:00+00:00",

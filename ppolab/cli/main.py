@@ -18,6 +18,7 @@ from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.ppo.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
+from ppolab.ppo.run_folder import LAST, RunFolder
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
@@ -261,13 +262,13 @@ def run_train(ns: argparse.Namespace) -> int:
             )
         if not resume_dir.is_dir():
             raise UserError(f"--resume: {resume_dir} is not a folder")
-        if not (resume_dir / "last.pt").is_file():
+        if not RunFolder(resume_dir).has_checkpoint():
             from ppolab.ppo.run_files import latest_run
 
-            if latest := latest_run(resume_dir, "last.pt"):  # a folder of runs: say which, never guess
+            if latest := latest_run(resume_dir, LAST):  # a folder of runs: say which, never guess
                 raise UserError(f"--resume: {resume_dir} is a folder of runs; the most recent: "
                                 f"ppolab train --resume {shlex.quote(str(latest))}")  # fmt: skip
-            raise UserError(f"--resume: {resume_dir / 'last.pt'} is missing; no completed iteration to resume from")
+            raise UserError(f"--resume: {RunFolder(resume_dir).last} is missing; no completed iteration to resume from")
         cfg = load_config(resume_dir)
         if "n_itr" in given:
             cfg = build(TrainConfig, {**cfg.model_dump(), "n_itr": given["n_itr"]})

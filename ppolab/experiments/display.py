@@ -10,10 +10,10 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import STATE_FILE, SweepState
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table
 
@@ -71,8 +71,7 @@ def status_data(sweep_dir: Path, planned: list[PlannedRun], ask_slurm: bool = Tr
 
 
 def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr: int, now: dt.datetime) -> dict:
-    metrics = sweep_dir / entry.get("run_dir", f"runs/{name}") / "metrics.jsonl"
-    iters = read_jsonl(metrics).iterations if metrics.exists() else []
+    iters = RunFolder(sweep_dir / entry.get("run_dir", f"runs/{name}")).records().iterations
     done_itr = iters[-1]["iteration"] + 1 if iters else 0
     started, ended = _parse_time(entry.get("started")), _parse_time(entry.get("ended"))
     run_state = state.effective_state(name)

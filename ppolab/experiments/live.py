@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.anomalies import describe, find_anomalies
-from ppolab.analysis.parse import read_jsonl
 from ppolab.experiments.display import duration, status_data, sweep_line
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import SweepState, pid_alive
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.run_state import RunState
 
 
@@ -31,8 +31,7 @@ def snapshot(sweep_dir: Path, planned: list[PlannedRun]) -> dict:
     for row in rows:
         entry = state.runs.get(row["name"], {}) if state else {}
         if row["state"] == RunState.RUNNING:
-            metrics = sweep_dir / entry.get("run_dir", "") / "metrics.jsonl"
-            iters = read_jsonl(metrics).iterations if metrics.is_file() else []
+            iters = RunFolder(sweep_dir / entry.get("run_dir", "")).records().iterations
             active.append({**row, "fps": iters[-1]["fps"] if iters else None})
             if found := find_anomalies(iters) if iters else []:
                 live_found.append(f"{row['name']}: {describe(found)}")

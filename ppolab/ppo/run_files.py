@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, to_args
+from ppolab.ppo.run_folder import MARKER, RunFolder, parse_line
 from ppolab.util.files import atomic_write_text, refuse_links
 from ppolab.util.interrupt import deferred_signals
 from ppolab.util.validation import first_problem
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from ppolab.ppo.tracking import Tracker
 
 
-MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside
 
 
 def create_run_dir(cfg: TrainConfig) -> Path:
@@ -79,7 +79,7 @@ def latest_run(root: Path, need: str) -> Path | None:
         return None
 
     def active(d: Path) -> float:
-        return max((d / f).stat().st_mtime for f in (need, "metrics.jsonl") if (d / f).is_file())
+        return max(p.stat().st_mtime for p in (d / need, RunFolder(d).metrics) if p.is_file())
 
     return max(runs, key=active, default=None)
 
@@ -207,7 +207,7 @@ class MetricsLog:
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self.path = run_dir / "metrics.jsonl"
+        self.path = RunFolder(run_dir).metrics
         self.notes: list[str] = []
         if resume_from is not None:
             self._repair(resume_from, restore or [])
@@ -231,7 +231,7 @@ class MetricsLog:
         """Keep the complete records before the checkpoint; put back the checkpoint's own iteration from
         the copy last.pt holds when the file lost it (a torn last line); say what cannot be recovered."""
         text = self.path.read_bytes().decode("utf-8", errors="replace") if self.path.exists() else ""
-        kept = [line for line in text.splitlines() if line.strip() and _complete_before(line, resume_from)]
+        kept = [line for line in text.splitlines() if _complete_before(line, resume_from)]
         have = {(r["type"], r["iteration"]) for r in map(json.loads, kept)}
         for rec in restore:
             if (rec.get("type"), rec.get("iteration")) not in have:
@@ -278,8 +278,6 @@ class MetricsLog:
 
 
 def _complete_before(line: str, iteration: int) -> bool:
-    try:
-        rec = json.loads(line)
-        return rec["type"] in ("iteration", "eval") and 0 <= int(rec["iteration"]) < iteration
-    except (ValueError, KeyError, TypeError):
-        return False  # a line cut off by a crash, or damaged
+    """A record (RunFolder's rule: not a line cut off by a crash, or damaged) of an iteration before this."""
+    rec = parse_line(line)
+    return rec is not None and rec["iteration"] < iteration

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import shutil
 import signal
 import sys
@@ -33,7 +32,8 @@ from ppolab.ppo.policy import (
     sampling_params,
 )
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
-from ppolab.ppo.run_files import MARKER, MetricsLog, create_run_dir, record_resume, system_info, write_run_files
+from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.ppo.sampling import make_sampler
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
@@ -96,7 +96,7 @@ def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> t
     state then starts afresh), else to iteration 0; `notes` says which.
     """
     try:
-        state = ckpt.load(run_dir / "last.pt")
+        state = ckpt.load(RunFolder(run_dir).last)
         actor.load_state_dict(state["actor"])
         critic.load_state_dict(state["critic"])
         optimizer.load_state_dict(state["optimizer"])
@@ -105,16 +105,16 @@ def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> t
         return state["iteration"] + 1, state["total_steps"], state["total_time"], best, state.get("records")
     except (UserError, KeyError, TypeError, RuntimeError, ValueError) as exc:
         why = str(exc).split(": ", 1)[-1] if isinstance(exc, UserError) else type(exc).__name__
-    pairs = sorted(int(p.stem.split("_")[1]) for p in run_dir.glob("actor_*.pt") if p.stem.split("_")[1].isdigit())
-    for itr in reversed(pairs):
+    folder = RunFolder(run_dir)
+    for itr in reversed(folder.checkpoints()):
         try:
-            actor.load_state_dict(ckpt.load(run_dir / f"actor_{itr}.pt")["state_dict"])
-            critic.load_state_dict(ckpt.load(run_dir / f"critic_{itr}.pt")["state_dict"])
+            actor.load_state_dict(ckpt.load(folder.actor(itr))["state_dict"])
+            critic.load_state_dict(ckpt.load(folder.critic(itr))["state_dict"])
         except (UserError, KeyError, TypeError, RuntimeError):
             continue
-        rows = read_records(run_dir / "metrics.jsonl", upto=itr)
-        last = next((r for r in reversed(rows) if r.get("type") == "iteration" and r["iteration"] == itr), {})
-        evals = [(r["reward"], r["iteration"]) for r in rows if r.get("type") == "eval"]
+        recs = folder.records()
+        last = next((r for r in recs.iterations if r["iteration"] == itr), {})
+        evals = [(r["reward"], r["iteration"]) for r in recs.evals if r["iteration"] <= itr]
         notes.append(
             f"last.pt is unreadable ({why}); resuming from actor_{itr}.pt and critic_{itr}.pt (iteration {itr}); "
             "the optimizer's state starts afresh"
@@ -123,20 +123,6 @@ def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> t
         return itr + 1, int(last.get("total_steps", 0)), float(last.get("total_time", 0.0)), best, None
     notes.append(f"last.pt is unreadable ({why}) and no checkpoint pair loads: training restarts at iteration 0")
     return 0, 0, 0.0, None, None
-
-
-def read_records(path: Path, upto: int) -> list[dict]:
-    """The complete metrics records of iterations 0..upto (damaged lines skipped)."""
-    out = []
-    if path.exists():
-        for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
-            try:
-                rec = json.loads(line)
-                if isinstance(rec, dict) and 0 <= int(rec["iteration"]) <= upto:
-                    out.append(rec)
-            except (ValueError, KeyError, TypeError):
-                continue
-    return out
 
 
 def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> list[str]:
@@ -241,7 +227,7 @@ def train(
         close(s, itr, interrupted)
         signal.signal(signal.SIGTERM, previous_handler)
     if no_space is not None:
-        last = s.run_dir / "last.pt"
+        last = RunFolder(s.run_dir).last
         raise NoSpace(str(s.run_dir), 3 * last.stat().st_size / 1e6 if last.exists() else None)
     return s.run_dir, not interrupted
 
@@ -430,7 +416,7 @@ def save_last(s: Session, itr: int) -> None:
         "optimizer": s.optimizer.state_dict(),
         "records": s.metrics.written,
     }
-    ckpt.atomic_save(state, s.run_dir / "last.pt")
+    ckpt.atomic_save(state, RunFolder(s.run_dir).last)
 
 
 def close(s: Session, itr: int, interrupted: bool) -> None:
@@ -441,7 +427,7 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
     s.sampler.close()
     if s.critic_elsewhere is not None:
         s.critic_elsewhere.close()
-    empty = interrupted and s.fresh and not (s.run_dir / "last.pt").exists()
+    empty = interrupted and s.fresh and not RunFolder(s.run_dir).has_checkpoint()
     if interrupted and not empty:
         s.console.line(f"Continue it with: ppolab train --resume {s.run_dir}")
     s.console.final(interrupted, itr, s.elapsed, s.total_steps, s.best)
@@ -457,7 +443,8 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
 def discard_new_run(run_dir: Path) -> bool:
     """Remove a run folder this process made and never completed an iteration in (its marker says it is
     ppolab's): nothing in it could be resumed. True if it was removed."""
-    if (run_dir / MARKER).is_file() and not (run_dir / "last.pt").exists():
+    folder = RunFolder(run_dir)
+    if folder.is_ppolabs() and not folder.has_checkpoint():
         shutil.rmtree(run_dir, ignore_errors=True)
         return True
     return False

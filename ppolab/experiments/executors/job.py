@@ -27,7 +27,7 @@ from ppolab.analysis.summary import summarize_run
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.state import now
-from ppolab.ppo.run_files import MARKER
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.files import refuse_links
 from ppolab.util.interrupt import deferred_signals
 from ppolab.util.run_state import RunState
@@ -250,10 +250,11 @@ def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:
     deleted. A folder ppolab did not make (no marker) is never touched: the run is refused.
     """
     refuse_links(run_dir, what=", in the sweep's runs")
-    if (run_dir / "last.pt").is_file():
+    folder = RunFolder(run_dir)
+    if folder.has_checkpoint():
         return TrainCall(resume=run_dir), True
     if run_dir.exists() or run_dir.is_symlink():
-        if run_dir.is_symlink() or not (run_dir / MARKER).is_file():
+        if run_dir.is_symlink() or not folder.is_ppolabs():
             raise UserError(f"{run_dir} exists and is not a ppolab run folder; move it away or rename the run")
         shutil.move(str(run_dir), str(run_dir.with_name(f"{run_dir.name}.incomplete-{int(time.time())}")))
     return call, False

@@ -35,13 +35,13 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
 from optuna.trial import TrialState
 
-from ppolab.analysis.parse import is_record
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.executors.job import Job, prepare_run_dir
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.tune.search_space import SearchSpace
+from ppolab.ppo.run_folder import RunFolder
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial
 
@@ -346,28 +346,14 @@ class RunningScore:
     prefix sums), for peak_eval the best evaluation so far.
     """
 
-    def __init__(self, metric: Metric, path: Path) -> None:
-        self.metric, self.path = metric, path
-        self.offset = 0
+    def __init__(self, metric: Metric, run: RunFolder) -> None:
+        self.metric, self.tail = metric, run.follow()  # the run folder's reader: its one rule for damaged lines
         self.sums, self.counts = [0.0], [0]  # prefix sums of finite rewards and their count
         self.best = -math.inf
 
     def new_points(self) -> list[tuple[int, float]]:
-        if not self.path.exists():
-            return []
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line being written is read next time
-        self.offset += len(complete)
         points = []
-        for line in complete.decode(errors="replace").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if not is_record(rec):  # damaged or short: skipped, as every reader of metrics.jsonl does
-                continue
+        for rec in self.tail():
             if self.metric == "peak_eval" and rec.get("type") == "eval" and math.isfinite(rec["reward"]):
                 self.best = max(self.best, rec["reward"])
                 points.append((rec["iteration"], self.best))
@@ -397,13 +383,13 @@ def _train(
     prior: list[tuple[str, float]],
 ) -> float:
     """Run (or resume, or reuse) one training run, reporting its running score; its final score."""
-    summary = summarize_run(run_dir) if (run_dir / "last.pt").is_file() else None
+    summary = summarize_run(run_dir) if RunFolder(run_dir).has_checkpoint() else None
     if summary is None or summary.iterations < n_itr:
         call, resumed = prepare_run_dir(run_dir, call)
         log = run_dir.parent / f"{run_dir.name}.log"
         s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
         job = Job(call, log, None)
-        score = RunningScore(s.metric, run_dir / "metrics.jsonl")
+        score = RunningScore(s.metric, RunFolder(run_dir))
         reported, tenths = -1, 0
         last_beat = 0.0
         try:

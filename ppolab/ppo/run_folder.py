@@ -1,0 +1,140 @@
+"""A run folder: the one owner of its file names, of reading its metrics, and of finding its checkpoints.
+
+Every reader of a run (the trainer resuming it, analyze, compare, the sweep's status and live view,
+the tuner's pruner) goes through `RunFolder`, so one rule decides which metrics lines are records
+(`is_record`): a line cut off by a crash, damaged, or without the fields readers use is skipped and
+counted, never half-read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METRICS = "metrics.jsonl"  # one JSON record per iteration and per evaluation
+LAST = "last.pt"  # everything --resume needs, rewritten every iteration
+MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside or removes
+CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"
+REQUIRED = {"iteration": ("mean_eprew", "mean_eplen"), "eval": ("reward", "length")}  # what every reader uses
+
+
+def is_record(rec: object) -> bool:
+    """A record as ppolab writes it: a mapping with a type, an iteration count, the fields every reader uses,
+    and numbers for values. Anything else (a record cut short, hand-edited, or from another tool) is skipped."""
+    if not isinstance(rec, dict) or rec.get("type") not in REQUIRED:
+        return False
+    if any(k not in rec for k in REQUIRED[rec["type"]]):
+        return False
+    itr = rec.get("iteration")
+    if not isinstance(itr, int) or isinstance(itr, bool) or itr < 0:
+        return False
+    return all(
+        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+        for k, v in rec.items()
+        if k not in ("type", "iteration")
+    )
+
+
+def parse_line(line: str) -> dict | None:
+    """The record on one line of metrics.jsonl, or None when the line is not one (see is_record)."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    return rec if is_record(rec) else None
+
+
+@dataclass
+class Records:
+    """A run's metrics records: iterations in order, evaluations, and how many lines were not records."""
+
+    iterations: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    skipped: int = 0
+
+    def add(self, line: str) -> None:
+        rec = parse_line(line)
+        if rec is None:
+            self.skipped += bool(line.strip())
+        else:
+            (self.evals if rec["type"] == "eval" else self.iterations).append(rec)
+
+
+def read_records(path: Path) -> Records:
+    """Every record of a metrics file, iterations sorted by iteration; OSError if it cannot be read."""
+    out = Records()
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        out.add(line)
+    out.iterations.sort(key=lambda r: r["iteration"])
+    return out
+
+
+class RunFolder:
+    """The files of one run folder, by name."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def last(self) -> Path:
+        return self.path / LAST
+
+    @property
+    def log(self) -> Path:
+        return self.path / LOG
+
+    def has_metrics(self) -> bool:
+        return self.metrics.is_file()
+
+    def has_checkpoint(self) -> bool:
+        """A completed iteration to resume from."""
+        return self.last.is_file()
+
+    def is_ppolabs(self) -> bool:
+        """Made by ppolab (its marker is there): a folder ppolab may move aside or remove."""
+        return (self.path / MARKER).is_file()
+
+    def records(self) -> Records:
+        """Every record of metrics.jsonl (none before the first iteration); OSError if it cannot be read."""
+        return read_records(self.metrics) if self.metrics.exists() else Records()
+
+    def follow(self) -> MetricsTail:
+        """An incremental reader of metrics.jsonl: each call returns only the records written since."""
+        return MetricsTail(self.metrics)
+
+    def checkpoints(self) -> list[int]:
+        """The iterations of the saved actor_<N>.pt, in order."""
+        names = (p.stem.split("_", 1)[1] for p in self.path.glob("actor_*.pt"))
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def actor(self, iteration: int | None = None) -> Path:
+        return self.path / ("actor.pt" if iteration is None else f"actor_{iteration}.pt")
+
+    def critic(self, iteration: int | None = None) -> Path:
+        return self.path / ("critic.pt" if iteration is None else f"critic_{iteration}.pt")
+
+
+class MetricsTail:
+    """Reads a growing metrics.jsonl from where it stopped: a line still being written is read next time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def __call__(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        records = (parse_line(line) for line in complete.decode("utf-8", errors="replace").splitlines())
+        return [r for r in records if r is not None]
