@@ -11,10 +11,9 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from ppolab.errors import UserError, one_line
-from ppolab.ppo.config import TrainConfig, flag
+from ppolab.ppo.config import TrainConfig, flag, validation_message
 from ppolab.ppo.presets import preset_fields
 from ppolab.util import strict_json
-from ppolab.util.validation import first_problem
 
 
 class Parser(argparse.ArgumentParser):
@@ -96,17 +95,6 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
         else:
             metavar = METAVARS.get(kind, name.split("_")[-1].upper())
             parser.add_argument(flag(name), type=kind, metavar=metavar, help=help_text, **common)
-
-
-def validation_message(exc: ValidationError) -> str:
-    """The first problem as 'FLAG: what is wrong (got VALUE)'."""
-    err = first_problem(exc)
-    msg = err["msg"]
-    if err["loc"]:
-        name = str(err["loc"][0])
-        got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
-        return f"{flag(name)}: {msg}{got}"
-    return msg
 
 
 def build(model: type[BaseModel], values: dict[str, Any]) -> BaseModel:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import errno
 import os
-import shlex
 import signal
 import sys
 from pathlib import Path
@@ -18,7 +18,6 @@ from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.ppo.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
-from ppolab.ppo.run_folder import LAST, RunFolder
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
@@ -246,91 +245,32 @@ def make_parser() -> Parser:
 
 
 def run_train(ns: argparse.Namespace) -> int:
-    from ppolab.ppo.run_files import load_config
+    """Every check and the training itself are ppo.entry's (a sweep's jobs go the same way); here only the
+    flags are gathered and the machine lock is offered."""
+    from ppolab.ppo.entry import TrainRequest, run
 
     given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
-    if ns.sampler_procs is not None and ns.sampler_procs < 1:
-        raise UserError("--sampler-procs: must be at least 1")
-    resume_dir = None
-    if ns.resume:
-        resume_dir = Path(ns.resume)
-        extra = sorted(set(given) - {"n_itr"})
-        if extra:
-            raise UserError(
-                f"--resume continues a run with its saved configuration; drop {flag(extra[0])} "
-                "(only --n-itr may change)"
-            )
-        if not resume_dir.is_dir():
-            raise UserError(f"--resume: {resume_dir} is not a folder")
-        if not RunFolder(resume_dir).has_checkpoint():
-            from ppolab.ppo.run_files import latest_run
-
-            if latest := latest_run(resume_dir, LAST):  # a folder of runs: say which, never guess
-                raise UserError(f"--resume: {resume_dir} is a folder of runs; the most recent: "
-                                f"ppolab train --resume {shlex.quote(str(latest))}")  # fmt: skip
-            raise UserError(f"--resume: {RunFolder(resume_dir).last} is missing; no completed iteration to resume from")
-        cfg = load_config(resume_dir)
-        if "n_itr" in given:
-            cfg = build(TrainConfig, {**cfg.model_dump(), "n_itr": given["n_itr"]})
-    else:
-        if "env" not in given:
-            raise UserError("--env is required (or --resume RUN_DIR)")
-        cfg = build(TrainConfig, given)
-        _check_mirror(cfg, given)
-        if cfg.continued:
-            _check_policy_file("--continued", Path(cfg.continued))
-    from ppolab.ppo.sampling import resolve_backend
-
-    if resolve_backend(ns.backend) == "ray":
-        from ppolab.ppo.ray_sampler import check_address
-
-        check_address()  # before a run folder exists
-    from ppolab.ppo.trainer import train  # torch: after the checks, so that a mistake is told at once
-
-    lock = None if ns.no_lock else _take_machine_lock(cfg, resume_dir)
-    try:
-        _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=ns.sampler_procs, backend=ns.backend)
-    finally:
-        if lock is not None:
-            lock.release()
-    return 0 if completed else 130
+    req = TrainRequest(config=given, resume=Path(ns.resume) if ns.resume else None, sampler_procs=ns.sampler_procs,
+                       backend=ns.backend)  # fmt: skip
+    return run(req, lock=None if ns.no_lock else _machine_lock)
 
 
-def _take_machine_lock(cfg: TrainConfig, resume_dir: Path | None):
+@contextlib.contextmanager
+def _machine_lock(cfg: TrainConfig, resume_dir: Path | None):
     """The machine lock sweeps and tuning take: one training job at a time, unless a holder started us."""
-    import os
-
     from ppolab.experiments.machine_lock import HELD, MachineLock
 
     if os.environ.get(HELD):
-        return None
+        yield
+        return
     lock = MachineLock({"run": str(resume_dir or cfg.run_name or cfg.env)})
     lock.acquire(
         wait=True, on_wait=lambda who: print(f"Waiting for the machine lock, held by {who} (--no-lock: don't)")
     )
-    return lock
-
-
-def _check_mirror(cfg: TrainConfig, given: dict) -> None:
-    """Asking for a mirror loss on an env with no symmetry is a mistake worth one clear line."""
-    if "mirror_coeff" in given and not ENVS[cfg.env].has_symmetry:
-        with_symmetry = sorted(n for n, c in ENVS.items() if c.has_symmetry)
-        raise UserError(
-            f"--mirror-coeff: env {cfg.env} has no mirror symmetry; drop the flag "
-            f"(the mirror loss is for {', '.join(with_symmetry)})"
-        )
-
-
-def _check_policy_file(option: str, path: Path) -> None:
-    """Fail early, naming the flag, when a policy path is missing or unreadable."""
-    if not path.exists():  # before importing torch: a mistyped path is told at once
-        raise UserError(f"{option}: {path}: no such file")
-    from ppolab.ppo import checkpoint as ckpt
-
     try:
-        ckpt.load(ckpt.find_actor(path))
-    except UserError as exc:
-        raise UserError(f"{option}: {exc}") from None
+        yield
+    finally:
+        lock.release()
 
 
 def run_eval(ns: argparse.Namespace) -> int:
@@ -349,7 +289,9 @@ def run_eval(ns: argparse.Namespace) -> int:
     if ns.video and ns.out_dir:
         raise UserError("--video and --out-dir both name the video; keep one")
     path = _policy_path(ns)
-    _check_policy_file(path[0], path[1])
+    from ppolab.ppo.entry import check_policy_file
+
+    check_policy_file(path[0], path[1])
     from ppolab.ppo.playback import Command, check_picture_path, check_video_path, play, video_in
 
     video = str(video_in(Path(ns.out_dir), path[1])) if ns.out_dir else ns.video

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ppolab.envs import ENVS, env_names, unknown_env
 from ppolab.ppo.presets import with_preset
+from ppolab.util.validation import first_problem
 
 MAX_BATCH = 50_000_000  # samples an iteration: GBs of rollout storage; more is a typo, not a plan
 MAX_WIDTH = 65_536
@@ -182,3 +183,14 @@ def to_args(field: str, value: object) -> list[str]:
     if isinstance(value, list):
         return [flag(field), *map(str, value)]
     return [] if value is None else [flag(field), str(value)]
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first problem as 'FLAG: what is wrong (got VALUE)'."""
+    err = first_problem(exc)
+    msg = err["msg"]
+    if err["loc"]:
+        name = str(err["loc"][0])
+        got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
+        return f"{flag(name)}: {msg}{got}"
+    return msg

@@ -10,7 +10,6 @@ to a log file. A crash, a kill or a timeout ends the child alone.
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import shutil
 import signal
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.summary import summarize_run
-from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
+from ppolab.errors import UserError, one_line
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.state import now
 from ppolab.ppo.run_folder import RunFolder
@@ -36,23 +35,10 @@ STOP_GRACE_S = 60.0
 
 
 def run_training(call: TrainCall) -> int:
-    """The trainer's entry point for a job: 0 completed, 130 stopped, 2 a user error, 75 no space left."""
-    from ppolab.ppo.config import TrainConfig
-    from ppolab.ppo.run_files import load_config
-    from ppolab.ppo.trainer import train
+    """A job's training: the CLI's own entry point (ppo.entry), without the machine lock (the runner holds it)."""
+    from ppolab.ppo.entry import TrainRequest, run
 
-    try:
-        cfg = load_config(call.resume) if call.resume is not None else TrainConfig(**(call.config or {}))
-        _, completed = train(cfg, resume_dir=call.resume)
-    except UserError as exc:
-        sys.stderr.write(f"ppolab train: error: {exc}\n")
-        return 2
-    except (NoSpace, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
-            raise
-        sys.stderr.write(f"ppolab train: {exc if isinstance(exc, NoSpace) else NoSpace(exc.filename)}\n")
-        return NO_SPACE_EXIT
-    return 0 if completed else 130
+    return run(TrainRequest(config=call.config, resume=call.resume))
 
 
 try:  # looked up once, here: between fork and exec the child may only call plain C

@@ -1,0 +1,136 @@
+"""The one way into training, for `ppolab train` and for a sweep's or a study's job alike.
+
+A request is a fresh configuration or a run folder to resume (with, at most, a new iteration total).
+`checked` applies every rule once (what a resume may change, a mirror loss on an env without one, a
+pretrained policy that can be read, a Ray cluster that answers), before any run folder exists, and
+`run` turns the outcome into the process's exit code: 0 trained to the end, 130 stopped, 2 a user's
+mistake (said in one line), 75 no space left (nothing lost: free space and launch again).
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
+from ppolab.ppo.config import TrainConfig, flag, validation_message
+from ppolab.ppo.run_folder import LAST, RunFolder
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """What to train: `config` (the settings given, as TrainConfig fields) or `resume` (a run folder)."""
+
+    config: dict | None = None
+    resume: Path | None = None
+    sampler_procs: int | None = None
+    backend: str = "auto"
+
+
+def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
+    """The run's settings and the folder it resumes, every rule checked; a UserError names what is wrong."""
+    if req.sampler_procs is not None and req.sampler_procs < 1:
+        raise UserError("--sampler-procs: must be at least 1")
+    given = dict(req.config or {})
+    if req.resume is not None:
+        return _resumed(Path(req.resume), given), Path(req.resume)
+    if "env" not in given:
+        raise UserError("--env is required (or --resume RUN_DIR)")
+    cfg = build_config(given)
+    _check_mirror(cfg, given)
+    if cfg.continued:
+        check_policy_file("--continued", Path(cfg.continued))
+    _check_backend(req.backend)
+    return cfg, None
+
+
+def _resumed(run_dir: Path, given: dict) -> TrainConfig:
+    from ppolab.ppo.run_files import latest_run, load_config
+
+    extra = sorted(set(given) - {"n_itr"})
+    if extra:
+        raise UserError(f"--resume continues a run with its saved configuration; drop {flag(extra[0])} "
+                        "(only --n-itr may change)")  # fmt: skip
+    if not run_dir.is_dir():
+        raise UserError(f"--resume: {run_dir} is not a folder")
+    folder = RunFolder(run_dir)
+    if not folder.has_checkpoint():
+        if latest := latest_run(run_dir, LAST):  # a folder of runs: say which, never guess
+            import shlex
+
+            raise UserError(f"--resume: {run_dir} is a folder of runs; the most recent: "
+                            f"ppolab train --resume {shlex.quote(str(latest))}")  # fmt: skip
+        raise UserError(f"--resume: {folder.last} is missing; no completed iteration to resume from")
+    cfg = load_config(run_dir)
+    if "n_itr" in given:
+        cfg = build_config({**cfg.model_dump(), "n_itr": given["n_itr"]})
+    return cfg
+
+
+def build_config(values: dict) -> TrainConfig:
+    """TrainConfig from flag values; the first problem as one line naming the flag."""
+    from pydantic import ValidationError
+
+    try:
+        return TrainConfig(**values)
+    except ValidationError as exc:
+        raise UserError(validation_message(exc)) from None
+
+
+def _check_mirror(cfg: TrainConfig, given: dict) -> None:
+    """Asking for a mirror loss on an env with no symmetry is a mistake worth one clear line."""
+    from ppolab.envs import ENVS
+
+    if "mirror_coeff" in given and not ENVS[cfg.env].has_symmetry:
+        with_symmetry = sorted(n for n, c in ENVS.items() if c.has_symmetry)
+        raise UserError(f"--mirror-coeff: env {cfg.env} has no mirror symmetry; drop the flag "
+                        f"(the mirror loss is for {', '.join(with_symmetry)})")  # fmt: skip
+
+
+def check_policy_file(option: str, path: Path) -> None:
+    """Fail early, naming the flag, when a policy path is missing or unreadable."""
+    if not path.exists():  # before importing torch: a mistyped path is told at once
+        raise UserError(f"{option}: {path}: no such file")
+    from ppolab.ppo import checkpoint as ckpt
+
+    try:
+        ckpt.load(ckpt.find_actor(path))
+    except UserError as exc:
+        raise UserError(f"{option}: {exc}") from None
+
+
+def _check_backend(backend: str) -> None:
+    from ppolab.ppo.sampling import resolve_backend
+
+    if resolve_backend(backend) == "ray":
+        from ppolab.ppo.ray_sampler import check_address
+
+        check_address()  # before a run folder exists
+
+
+def run(
+    req: TrainRequest,
+    lock: Callable[[TrainConfig, Path | None], AbstractContextManager] | None = None,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Check, hold `lock` (the CLI's machine lock; a job's is held by its runner), train: the exit code."""
+    try:
+        cfg, resume_dir = checked(req)
+        from ppolab.ppo.trainer import train  # torch: after the checks, so that a mistake is told at once
+
+        with lock(cfg, resume_dir) if lock is not None else nullcontext():
+            _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=req.sampler_procs, backend=req.backend)
+    except UserError as exc:
+        err.write(f"ppolab train: error: {one_line(exc)}\n")
+        return 2
+    except (NoSpace, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
+            raise
+        err.write(f"ppolab train: {one_line(exc if isinstance(exc, NoSpace) else NoSpace(exc.filename))}\n")
+        return NO_SPACE_EXIT
+    return 0 if completed else 130
