@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ppolab.errors import UserError
+from ppolab.experiments.executors import EXECUTORS
 from ppolab.util.tables import count
 
 
@@ -24,16 +25,18 @@ def add_launch_flags(p: argparse.ArgumentParser, workers: int = 1) -> None:
         type=int,
         default=2,
         metavar="N",
-        help="extra attempts for a failed or interrupted run (default: 2)",
+        help="failures of a run itself (an error, a timeout) a launch retries, on every executor (default: 2); "
+        "interruptions (Ctrl-C, kill -9, a lost node, a full disk) spend none",
     )
     p.add_argument("--root", default="experiments/sweeps", help="where sweeps live (default: experiments/sweeps)")
     p.add_argument(
         "--executor",
-        choices=["local", "ray"],
+        choices=list(EXECUTORS),
         default="local",
         help="local: one run at a time on this machine (default); ray: every run a task on the Ray cluster at "
         "RAY_ADDRESS, reserving the sweep file's resources (num_cpus, num_gpus) and running side by side as "
-        "they allow. The sweep folder must be on a filesystem every node sees",
+        "they allow; slurm: a job array submitted with sbatch (ppolab slurm sets its resources). On Ray and "
+        "Slurm the sweep folder must be on a filesystem every node sees",
     )
     add_parallel_flags(p, default=workers)
 
@@ -76,7 +79,7 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     approved, so a dry run or a "no" leaves nothing behind.
     """
     from ppolab.experiments import display, plan
-    from ppolab.experiments.executors.local import run_sweep
+    from ppolab.experiments.executors import LaunchOptions, executor
     from ppolab.experiments.live import RUNNER_PID_FILE
     from ppolab.experiments.spec import sweep_name
     from ppolab.util.files import atomic_write_text
@@ -85,25 +88,19 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     if ns.max_retries < 0:
         raise UserError("--max-retries: must be 0 or more")
     check_workers(ns)
-    executor = getattr(ns, "executor", "local")
-    if executor == "ray":
-        from ppolab.ppo.ray_sampler import check_address
-
-        if ns.workers > 1:
-            raise UserError(
-                "--workers is for the local executor; on Ray, the runs' resources decide how many run at once"
-            )
-        check_address()
+    name = getattr(ns, "executor", "local")
+    placement = executor(name)
+    opts = LaunchOptions(max_retries=ns.max_retries, workers=max(1, ns.workers), verbose=ns.verbose,
+                         wait_for_lock=not ns.no_wait)  # fmt: skip
+    placement.check(opts)
     print(display.info(spec, planned, sweep_dir))
     print(plan.plan_table(planned))
     if dry_run:
         return 0
-    workers = max(1, ns.workers)
     if not ns.yes:
         if not sys.stdin.isatty():
             raise UserError("no terminal to approve the plan; pass --yes to launch without asking")
-        how = "one at a time" if workers == 1 else f"{workers} at a time"
-        how = "on the Ray cluster" if executor == "ray" else how
+        how = placement.how if opts.workers == 1 else f"{opts.workers} at a time"
         answer = input(f"Launch {count(len(planned), 'run')}, {how}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("Not launched." + (" Nothing was written." if write else ""))
@@ -113,8 +110,8 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     if ns.detach:
         log = open(sweep_dir / "sweep.log", "a")
         argv = [sys.executable, "-m", "ppolab", "sweep", str(sweep_dir), "--yes", "--max-retries", str(ns.max_retries)]
-        argv += ["--workers", str(workers)] + (["--allow-parallel"] if workers > 1 else [])
-        argv += ["--executor", executor]
+        argv += ["--workers", str(opts.workers)] + (["--allow-parallel"] if opts.workers > 1 else [])
+        argv += ["--executor", name]
         proc = subprocess.Popen(
             argv + (["--no-wait"] if ns.no_wait else []),
             stdout=log,
@@ -126,16 +123,4 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
         print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
         print(f"Follow it: ppolab sweep {sweep_dir} --watch   (or --status; log: {sweep_dir / 'sweep.log'})")
         return 0
-    if executor == "ray":
-        from ppolab.experiments.executors.ray import run_sweep_on_ray
-
-        return run_sweep_on_ray(sweep_dir, sweep_name(sweep_dir), planned, max_retries=ns.max_retries)
-    return run_sweep(
-        sweep_dir,
-        sweep_name(sweep_dir),
-        planned,
-        wait_for_lock=not ns.no_wait,
-        max_retries=ns.max_retries,
-        parallel=workers,
-        verbose=ns.verbose,
-    )
+    return placement.launch(sweep_dir, sweep_name(sweep_dir), planned, opts)

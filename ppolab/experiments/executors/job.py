@@ -13,7 +13,6 @@ import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,13 +22,11 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.summary import summarize_run
-from ppolab.errors import UserError, one_line
+from ppolab.errors import UserError
 from ppolab.experiments.plan import TrainCall
-from ppolab.experiments.state import now
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.files import refuse_links
 from ppolab.util.interrupt import deferred_signals
-from ppolab.util.run_state import RunState
 
 STOP_GRACE_S = 60.0
 
@@ -186,47 +183,6 @@ class Job:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
             os.kill(self.pid, sig)
-
-
-def started_entry(job: Job, attempts: int, reason: str | None = None, **where: str) -> dict:
-    """The state fields of a run that has just started as `job` (`where`: e.g. its Slurm or Ray task)."""
-    return dict(
-        state=RunState.RUNNING,
-        pid=job.pid,
-        host=socket.gethostname(),
-        **where,
-        started=now(),
-        ended=None,
-        exit_code=None,
-        attempts=attempts,
-        reason=reason,
-    )
-
-
-def failure_reason(code: int, log: Path) -> str:
-    """Why a run failed, in one line: its exit code and, for a refused input (exit 2), the error the run
-    printed last (its log has it; the sweep's console would otherwise say only the code)."""
-    if code == 2:
-        try:
-            lines = [ln for ln in log.read_text(errors="replace").splitlines() if "error:" in ln]
-        except OSError:
-            lines = []
-        if lines:
-            return f"exit code 2: {one_line(lines[-1].split('error:', 1)[1].strip())}"
-    return f"exit code {code}"
-
-
-def killed_from_outside(code: int | None) -> str | None:
-    """Why a run whose process died of a signal that neither it nor its runner sent ended (kill -9 of the
-    trainer, the OOM killer): an interruption to resume from the checkpoint, not a failure of the run's own,
-    so it spends no retry. None for an exit the run chose (done, failed, stopped cleanly)."""
-    if code is None or code >= 0:
-        return None
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = f"signal {-code}"
-    return f"killed by {name} from outside the sweep; launch again to resume from its checkpoint"
 
 
 def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:

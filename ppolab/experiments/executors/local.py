@@ -23,18 +23,11 @@ from typing import TextIO
 from ppolab.analysis.anomalies import describe
 from ppolab.errors import NO_SPACE_EXIT, UserError
 from ppolab.experiments.display import duration
-from ppolab.experiments.executors.job import (
-    Job,
-    failure_reason,
-    killed_from_outside,
-    prepare_run_dir,
-    started_entry,
-    summary_of,
-)
+from ppolab.experiments.executors.attempt import Attempt, Outcome, Stop, skip_reason
 from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
-from ppolab.experiments.state import VANISHED, SweepState, now
+from ppolab.experiments.state import VANISHED, SweepState
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
 from ppolab.util.run_state import RunState
@@ -78,9 +71,8 @@ def run_sweep(
 
 
 class _Active:
-    def __init__(self, index: int, run: PlannedRun, job: Job) -> None:
-        self.index, self.run, self.job = index, run, job
-        self.started = time.time()
+    def __init__(self, index: int, run: PlannedRun, attempt: Attempt) -> None:
+        self.index, self.run, self.attempt = index, run, attempt
         self.deadline = None if run.timeout is None else time.monotonic() + run.timeout
 
 
@@ -114,13 +106,13 @@ class _Scheduler:
                 while queue and len(self.active) < self.parallel:
                     self._start(*queue.pop(0))
                 for act in list(self.active):
-                    if act.job.poll() is not None:
-                        if self._finish(act, None) == 130:
+                    if act.attempt.poll() is not None:
+                        if self._finish(act, None).stops_the_sweep:
                             self._stop_all("sweep stopped")
-                            return 130
+                            return 130 if act.attempt.job.returncode == 130 else NO_SPACE_EXIT
                     elif act.deadline is not None and time.monotonic() > act.deadline:
-                        act.job.stop()
-                        self._finish(act, f"timeout after {act.run.timeout:.0f}s")
+                        act.attempt.stop()
+                        self._finish(act, Stop(f"timeout after {act.run.timeout:.0f}s", failure=True))
                 self.view.tick()
                 time.sleep(0.05)
         except KeyboardInterrupt:
@@ -132,82 +124,46 @@ class _Scheduler:
 
     def _should_run(self, i: int, run: PlannedRun) -> bool:
         entry = self.state.runs[run.name]
-        if entry["state"] == RunState.DONE:
-            self.say(f"Skipping Run {i}/{self.total}: {run.name} (done)")
+        if skip := skip_reason(entry, self.max_retries):
+            self.say(f"Skipping Run {i}/{self.total}: {run.name} ({skip})")
             return False
         if entry["reason"] == VANISHED:
             self.say(f"Run {i}/{self.total}: {run.name}: {VANISHED}")
-        if entry["state"] == RunState.FAILED and entry.get("failures", 0) > self.max_retries:
-            self.say(
-                f"Skipping Run {i}/{self.total}: {run.name} (failed {entry['failures']} times; "
-                "raise --max-retries to try again)"
-            )
-            return False
         return True
 
     def _start(self, i: int, run: PlannedRun) -> None:
         entry = self.state.runs[run.name]
-        call, resumed = prepare_run_dir(self.sweep_dir / entry["run_dir"], run.call)
-        note = " (resuming from its last checkpoint)" if resumed else ""
-        self.say(f"Starting Run {i}/{self.total}: {run.name}{note}")
-        self.say(f"$ {' '.join(call.argv)}")
         prefix = f"[{run.name}] " if self.parallel > 1 else ""
-        job = Job(call, self.sweep_dir / LOGS_DIR / f"{run.name}.log", self.out, prefix=prefix)
-        self.active.append(_Active(i, run, job))
-        self.state.update(run.name, **started_entry(job, entry["attempts"] + 1))
+        attempt = Attempt(self.sweep_dir / entry["run_dir"], run.call, self.sweep_dir / LOGS_DIR / f"{run.name}.log",
+                          record=lambda **fields: self.state.update(run.name, **fields), entry=entry, out=self.out,
+                          prefix=prefix)  # fmt: skip
+        note = " (resuming from its last checkpoint)" if attempt.resumed else ""
+        self.say(f"Starting Run {i}/{self.total}: {run.name}{note}")
+        self.say(f"$ {' '.join(attempt.call.argv)}")
+        self.active.append(_Active(i, run, attempt))
 
-    def _finish(self, act: _Active, reason: str | None) -> int:
+    def _finish(self, act: _Active, stop: Stop | None) -> Outcome:
         self.active.remove(act)
-        code, _ = act.job.wait(None)
-        run, run_dir = act.run, self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
-        if code == NO_SPACE_EXIT and reason is None:  # the disk is full: every later run would stop too
-            self.state.update(
-                run.name, state=RunState.INTERRUPTED, ended=now(), exit_code=code, reason="no space left on disk"
-            )
-            self.say(f"Run {act.index}/{self.total} {run.name} stopped: no space left. Free space and launch again.")
-            return NO_SPACE_EXIT
-        if code == 130 and reason is None:  # the run itself was stopped (SIGINT/SIGTERM): stop the sweep too
-            self.state.update(
-                run.name,
-                state=RunState.INTERRUPTED,
-                ended=now(),
-                exit_code=code,
-                reason="run stopped",
-                summary=summary_of(run_dir),
-            )
-            self.say(f"Run {act.index}/{self.total} {run.name} was stopped. Launch the sweep again to continue.")
-            return 130
-        if reason is None and (outside := killed_from_outside(code)):  # not the run's failure: no retry spent
-            self.state.update(run.name, state=RunState.INTERRUPTED, ended=now(), exit_code=code, reason=outside,
-                              summary=summary_of(run_dir))  # fmt: skip
-            self.say(f"Run {act.index}/{self.total} {run.name} was {outside}.")
-            return code
-        final = RunState.DONE if code == 0 and reason is None else RunState.FAILED
-        if reason is None and code != 0:
-            reason = failure_reason(code, self.sweep_dir / LOGS_DIR / f"{run.name}.log")
-        summary = summary_of(run_dir)
-        failures = self.state.runs[run.name].get("failures", 0) + (final == RunState.FAILED)  # the run's own failures
-        self.state.update(
-            run.name, state=final, ended=now(), exit_code=code, reason=reason, summary=summary, failures=failures
-        )
-        self.say(_status_line(act.index, self.total, run.name, final, time.time() - act.started, reason, summary))
-        return code
+        outcome = act.attempt.end(stop)
+        run, where = act.run, f"Run {act.index}/{self.total} {act.run.name}"
+        if outcome.stops_the_sweep and outcome.exit_code == NO_SPACE_EXIT:  # every later run would stop too
+            self.say(f"{where} stopped: no space left. Free space and launch again.")
+        elif outcome.stops_the_sweep:  # the run itself was stopped (SIGINT/SIGTERM): the sweep stops too
+            self.say(f"{where} was stopped. Launch the sweep again to continue.")
+        elif outcome.state == RunState.INTERRUPTED:  # killed from outside: not the run's failure, no retry spent
+            self.say(f"{where} was {outcome.reason}.")
+        else:
+            summary = self.state.runs[run.name]["summary"]
+            seconds = time.time() - act.attempt.started
+            self.say(_status_line(act.index, self.total, run.name, outcome.state, seconds, outcome.reason, summary))
+        return outcome
 
     def _stop_all(self, reason: str) -> None:
         for act in self.active:
-            act.job.stop()
+            act.attempt.stop()
         for act in list(self.active):
             self.active.remove(act)
-            act.job.wait(None)
-            run_dir = self.sweep_dir / self.state.runs[act.run.name]["run_dir"]
-            self.state.update(
-                act.run.name,
-                state=RunState.INTERRUPTED,
-                ended=now(),
-                exit_code=act.job.returncode,
-                reason=reason,
-                summary=summary_of(run_dir),
-            )
+            act.attempt.end(Stop(reason))
 
     def _wrap_up(self) -> int:
         failed = [p.name for p in self.planned if self.state.runs[p.name]["state"] != RunState.DONE]

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.experiments.executors import task
+from ppolab.experiments.executors.attempt import skip_reason
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import locked
 from ppolab.util.interrupt import sigterm_as_interrupt
 from ppolab.util.run_state import RunState
 
 CANCEL_GRACE_S = 90.0
+LOST_LIMIT = 5  # placements a run may lose with its worker in one launch before it waits for the next launch
 
 
 def _ray_task(sweep_dir: str, index: int) -> str:
@@ -53,7 +55,7 @@ def run_sweep_on_ray(
     sweep_dir = sweep_dir.resolve()
     dirs = task.run_dirs(planned)
     with locked(sweep_dir, sweep_name, dirs) as state:
-        todo = [i for i, p in enumerate(planned) if state.runs[p.name]["state"] != RunState.DONE]
+        todo = [i for i, p in enumerate(planned) if skip_reason(state.runs[p.name], max_retries) is None]
         for i in todo:
             if state.runs[planned[i].name]["state"] != RunState.RUNNING:
                 state.update(planned[i].name, state=RunState.PENDING, reason="queued on the Ray cluster")
@@ -61,11 +63,10 @@ def run_sweep_on_ray(
         say("Every run is done; nothing to submit.")
         return 0
     remote = ray.remote(_ray_task)
-    attempts = {i: 0 for i in todo}
+    lost = {i: 0 for i in todo}  # placements lost with a worker: not the run's failures (they spend no retry)
 
     def submit(i: int):
         res = planned[i].resources
-        attempts[i] += 1
         return remote.options(
             num_cpus=res["num_cpus"], num_gpus=res["num_gpus"], max_retries=0, name=f"ppolab {planned[i].name}"
         ).remote(str(sweep_dir), i)
@@ -88,7 +89,8 @@ def run_sweep_on_ray(
                 say(f"Run {name}: {results[i]}")
             except ray.exceptions.RayError as exc:  # its worker or node died: the run itself is resumable
                 kind = type(exc).__name__
-                if attempts[i] <= max_retries:
+                lost[i] += 1
+                if lost[i] < LOST_LIMIT:
                     with locked(sweep_dir, sweep_name, dirs) as state:
                         state.update(name, state=RunState.PENDING, reason=f"lost with its worker ({kind}); resubmitted")
                     say(f"Run {name}: lost with its Ray worker ({kind}); submitted again, resumes from its checkpoint")
@@ -96,9 +98,9 @@ def run_sweep_on_ray(
                     continue
                 results[i] = RunState.INTERRUPTED
                 with locked(sweep_dir, sweep_name, dirs) as state:
-                    why = f"lost with its worker {attempts[i]} times ({kind})"
+                    why = f"lost with its worker {lost[i]} times ({kind})"
                     state.update(name, state=RunState.INTERRUPTED, reason=why)
-                say(f"Run {name}: lost {attempts[i]} times ({kind}); launch again to resume it")
+                say(f"Run {name}: lost {lost[i]} times ({kind}); launch again to resume it")
     except KeyboardInterrupt:
         say("Interrupted: stopping the runs on the cluster (each saves its checkpoint)...")
         for ref in refs:

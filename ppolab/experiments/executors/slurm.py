@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.experiments.executors import task
+from ppolab.experiments.executors.attempt import Stop, skip_reason
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, locked, now
 from ppolab.util.files import atomic_write_text
@@ -128,9 +129,11 @@ def render_script(sweep_dir: Path, sweep_name: str, indices: list[int], res: Res
     return "\n".join(lines)
 
 
-def runs_left(sweep_dir: Path, planned: list[PlannedRun]) -> list[int]:
+def runs_left(sweep_dir: Path, planned: list[PlannedRun], max_retries: int = 2) -> list[int]:
+    """The runs to submit: every run a launch would run (attempt.skip_reason, as on the other executors)."""
     state = SweepState.read(sweep_dir)
-    return [i for i, p in enumerate(planned) if not state or state.runs.get(p.name, {}).get("state") != RunState.DONE]
+    return [i for i, p in enumerate(planned) if not state or p.name not in state.runs
+            or skip_reason(state.runs[p.name], max_retries) is None]  # fmt: skip
 
 
 def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: str, indices: list[int]) -> str:
@@ -154,20 +157,18 @@ def submit(sweep_dir: Path, sweep_name: str, planned: list[PlannedRun], script: 
     return job_id
 
 
-def _decide(got: int | None, code: int) -> tuple[str, str | None]:
-    """USR1: the time limit is near, so the task requeues itself; TERM: Slurm stopped it."""
-    if got == signal.SIGUSR1:
+def _interpret(signum: int) -> Stop:
+    """USR1: the time limit is near, so the task requeues itself (pending again); TERM: Slurm stopped it."""
+    if signum == signal.SIGUSR1:
         requeue = subprocess.run(["scontrol", "requeue", os.environ.get("SLURM_JOB_ID", "")], capture_output=True)
         if requeue.returncode != 0:
-            return RunState.INTERRUPTED, "stopped before the time limit; requeue failed, submit again to resume"
-        return RunState.PENDING, "stopped before the time limit; requeued, resumes from its checkpoint"
-    if got is not None:
-        return RunState.INTERRUPTED, "stopped by Slurm (preempted, requeued or cancelled)"
-    return task.default_decide(got, code)
+            return Stop("stopped before the time limit; requeue failed, submit again to resume")
+        return Stop("stopped before the time limit; requeued, resumes from its checkpoint", then=RunState.PENDING)
+    return Stop("stopped by Slurm (preempted, requeued or cancelled)")
 
 
 def run_task(sweep_dir: Path, index: int) -> int:
     """One array task: run (or resume) run number `index` of the sweep, recording its state."""
     job_tag = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}"
-    final = task.run_task(sweep_dir, index, where={"slurm_task": job_tag}, decide=_decide)
+    final = task.run_task(sweep_dir, index, where={"slurm_task": job_tag}, interpret=_interpret)
     return 0 if final in (RunState.DONE, RunState.PENDING) else 1

@@ -14,27 +14,19 @@ import signal
 import socket
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.experiments.executors.job import (
-    Job,
-    failure_reason,
-    killed_from_outside,
-    prepare_run_dir,
-    started_entry,
-    summary_of,
-)
+from ppolab.experiments.executors.attempt import Attempt, Stop
 from ppolab.experiments.machine_lock import HELD
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun, load_plan
 from ppolab.experiments.spec import sweep_name
-from ppolab.experiments.state import locked, now
+from ppolab.experiments.state import locked
 from ppolab.util.run_state import RunState
 
-# (signal received or None, exit code) -> (final state, reason)
-Decide = Callable[[int | None, int], tuple[str, str | None]]
+# the signal the task received -> why its run was stopped, once it has stopped (Slurm requeues it then)
+Interpret = Callable[[int], Stop]
 
 
 def run_dirs(planned: list[PlannedRun]) -> dict[str, str]:
@@ -54,12 +46,8 @@ class StopSignals:
         self.got = self.got or signum
 
 
-def default_decide(got: int | None, code: int) -> tuple[str, str | None]:
-    if got is not None:
-        return RunState.INTERRUPTED, "stopped: the sweep was interrupted, or the cluster stopped the task"
-    if outside := killed_from_outside(code):
-        return RunState.INTERRUPTED, outside
-    return (RunState.DONE, None) if code == 0 else (RunState.FAILED, f"exit code {code}")
+def stopped_by_signal(_signum: int) -> Stop:
+    return Stop("stopped: the sweep was interrupted, or the cluster stopped the task")
 
 
 def run_task(
@@ -67,63 +55,53 @@ def run_task(
     index: int,
     *,
     where: dict[str, str],
-    decide: Decide = default_decide,
+    interpret: Interpret = stopped_by_signal,
     fresh_process: bool = False,
     out=sys.stdout,
-) -> str:
-    """Run run number `index` of the sweep; its final state ("done", "failed", "interrupted", "pending").
+) -> RunState:
+    """Run run number `index` of the sweep (an Attempt, as the local runner's); its final state.
 
     `where` goes into the run's state entry (e.g. {"slurm_task": "123_4"}). `fresh_process`
     starts the trainer with exec instead of fork: a must inside a threaded worker (Ray).
     A Ctrl-C or Ray's cancel (KeyboardInterrupt) stops the run like a signal does.
     """
-    spec, planned = load_plan(sweep_dir)
+    _, planned = load_plan(sweep_dir)
     if not 0 <= index < len(planned):
         raise UserError(f"--task {index}: the sweep has runs 0..{len(planned) - 1}")
     os.environ[HELD] = "1"  # the scheduler (Slurm, Ray) places the run: the trainer takes no machine lock
-    run, dirs = planned[index], run_dirs(planned)
+    run, dirs, name = planned[index], run_dirs(planned), sweep_name(sweep_dir)
     signals = StopSignals()
-    with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
-        entry = state.runs[run.name]
-        if entry["state"] == RunState.DONE:
-            print(f"Run {run.name} is already done; nothing to do.", file=out, flush=True)
-            return RunState.DONE
-        call, resumed = prepare_run_dir(sweep_dir / entry["run_dir"], run.call)
-        label = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in where.items())
-        print(f"{label} on {socket.gethostname()}: {run.name}", file=out, flush=True)
-        print(f"$ {' '.join(call.argv)}", file=out, flush=True)
-        job = Job(call, sweep_dir / LOGS_DIR / f"{run.name}.log", out, fresh_process=fresh_process)
-        reason = "resumed from its checkpoint" if resumed else None
-        state.update(run.name, **started_entry(job, entry["attempts"] + 1, reason, **where))
+
+    def record(**fields) -> None:  # tasks on several nodes: state.json under its lock, each time
+        with locked(sweep_dir, name, dirs) as state:
+            state.update(run.name, **fields)
+
+    with locked(sweep_dir, name, dirs) as state:
+        entry = dict(state.runs[run.name])
+    if entry["state"] == RunState.DONE:
+        print(f"Run {run.name} is already done; nothing to do.", file=out, flush=True)
+        return RunState.DONE
+    attempt = Attempt(sweep_dir / entry["run_dir"], run.call, sweep_dir / LOGS_DIR / f"{run.name}.log",
+                      record=record, entry=entry, out=out, fresh_process=fresh_process, where=where)  # fmt: skip
+    label = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in where.items())
+    print(f"{label} on {socket.gethostname()}: {run.name}", file=out, flush=True)
+    print(f"$ {' '.join(attempt.call.argv)}", file=out, flush=True)
     try:
-        while job.poll() is None:
-            if signals.got is not None:
-                job.stop()
-                break
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        signals.got = signal.SIGINT
-        job.stop()
-    code, _ = job.wait(None)
-    final, reason = decide(signals.got, code)
-    if final == RunState.FAILED and reason == f"exit code {code}":
-        reason = failure_reason(code, sweep_dir / LOGS_DIR / f"{run.name}.log")
-    with locked(sweep_dir, sweep_name(sweep_dir), dirs) as state:
-        state.update(
-            run.name,
-            state=final,
-            ended=now(),
-            exit_code=code,
-            reason=reason,
-            summary=summary_of(sweep_dir / dirs[run.name]),
-        )
-        all_ended = all(state.runs[p.name]["state"] in (RunState.DONE, RunState.FAILED) for p in planned)
-    print(f"Run {run.name}: {final}" + (f" ({reason})" if reason else ""), file=out, flush=True)
-    if all_ended and final in (RunState.DONE, RunState.FAILED):
+        stop = attempt.supervise(lambda: Stop("stopping") if signals.got is not None else None)
+    except KeyboardInterrupt:  # Ctrl-C, or Ray's cancel: the run has stopped cleanly
+        stop = Stop("stopping")
+    if stop is not None:  # the run has stopped cleanly by now; what the signal meant (Slurm: requeue) comes next
+        stop = interpret(signals.got or signal.SIGINT)
+    outcome = attempt.end(stop)
+    print(f"Run {run.name}: {outcome.state}" + (f" ({outcome.reason})" if outcome.reason else ""), file=out,
+          flush=True)  # fmt: skip
+    with locked(sweep_dir, name, dirs) as state:
+        all_ended = all(RunState(state.runs[p.name]["state"]).ended for p in planned)
+    if all_ended and outcome.state.ended:
         from ppolab.experiments.report import write_report
 
         try:
             print(f"Report: {write_report(sweep_dir)}", file=out, flush=True)
         except UserError as exc:
             print(f"No report: {exc}", file=out, flush=True)
-    return final
+    return outcome.state

@@ -37,11 +37,12 @@ from optuna.trial import TrialState
 
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
-from ppolab.experiments.executors.job import Job, prepare_run_dir
+from ppolab.experiments.executors.attempt import Attempt, Stop
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.tune.search_space import SearchSpace
 from ppolab.ppo.run_folder import RunFolder
+from ppolab.util.run_state import RunState
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial
 
@@ -385,36 +386,35 @@ def _train(
     """Run (or resume, or reuse) one training run, reporting its running score; its final score."""
     summary = summarize_run(run_dir) if RunFolder(run_dir).has_checkpoint() else None
     if summary is None or summary.iterations < n_itr:
-        call, resumed = prepare_run_dir(run_dir, call)
         log = run_dir.parent / f"{run_dir.name}.log"
-        s.say(f"  {run_dir.name}: {'resuming' if resumed else 'training'} (log: {log})")
-        job = Job(call, log, None)
+        attempt = Attempt(run_dir, call, log)  # the sweep's own attempt; the study's database records it
+        s.say(f"  {run_dir.name}: {'resuming' if attempt.resumed else 'training'} (log: {log})")
         score = RunningScore(s.metric, RunFolder(run_dir))
-        reported, tenths = -1, 0
-        last_beat = 0.0
+        watch = {"reported": -1, "tenths": 0, "beat": 0.0}
+
+        def should_stop() -> Stop | None:
+            """Between polls: the heartbeat, the running score to Optuna, a progress line each tenth, pruning."""
+            if time.monotonic() - watch["beat"] > s.heartbeat_interval:
+                beat()
+                watch["beat"] = time.monotonic()
+            watch["reported"], prune = _report(s, trial, score, offset, watch["reported"], env, prior)
+            done = watch["reported"] - offset + 1
+            if done > 0 and 10 * done // n_itr > watch["tenths"]:
+                watch["tenths"] = 10 * done // n_itr
+                s.say(f"  {run_dir.name}: iteration {done}/{n_itr}")
+            return Stop("pruned") if prune else None
+
         try:
-            while job.poll() is None:
-                if time.monotonic() - last_beat > s.heartbeat_interval:
-                    beat()
-                    last_beat = time.monotonic()
-                reported, prune = _report(s, trial, score, offset, reported, env, prior)
-                done = reported - offset + 1
-                if done > 0 and 10 * done // n_itr > tenths:  # progress: a line at each tenth of the run
-                    tenths = 10 * done // n_itr
-                    s.say(f"  {run_dir.name}: iteration {done}/{n_itr}")
-                if prune:
-                    job.stop()
-                    job.wait(None)
-                    raise optuna.TrialPruned(f"{run_dir.name} at iteration {reported - offset}")
-                time.sleep(0.5)
-        except BaseException:
-            job.stop()
-            job.wait(None)
+            stop = attempt.supervise(should_stop, every=0.5)
+        except BaseException:  # the study stopped (Ctrl-C), or Optuna failed: the run has stopped cleanly
+            attempt.end(Stop("stopped"))
             raise
-        code, _ = job.wait(None)
-        _report(s, trial, score, offset, reported, env, prior, ask_pruner=False)
-        if code != 0:
-            raise TrialFailed(f"{run_dir.name} exited with code {code}; see {log}")
+        outcome = attempt.end(stop)
+        if stop is not None:
+            raise optuna.TrialPruned(f"{run_dir.name} at iteration {watch['reported'] - offset}")
+        _report(s, trial, score, offset, watch["reported"], env, prior, ask_pruner=False)
+        if outcome.state != RunState.DONE:
+            raise TrialFailed(f"{run_dir.name} ended {outcome.state} ({outcome.reason}); see {log}")
     else:
         s.say(f"  {run_dir.name}: done before, reused")
     summary = summarize_run(run_dir)
