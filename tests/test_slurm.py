@@ -120,3 +120,14 @@ def test_a_requeued_task_resumes_its_run_from_the_checkpoint(slurm, tmp_path):
     assert entry["attempts"] == 2 and entry["reason"] is None
     log = (d / "logs" / "control-s1.log").read_text()
     assert "Training interrupted at iteration" in log and "Resuming" in log
+
+
+def test_sweep_with_the_slurm_executor_submits_the_array(slurm, tmp_path):
+    """`ppolab sweep DIR --executor slurm`: the same array as `ppolab slurm --submit`, chosen like any executor."""
+    d = make_sweep(tmp_path, "viaexec", n_itr=3)
+    sub = ppolab("sweep", str(d), "--yes", "--executor", "slurm", cwd=tmp_path)
+    assert sub.returncode == 0, sub.stdout + sub.stderr
+    job_id = states(d)["slurm"]["job_id"]
+    assert f"Submitted Slurm job {job_id}" in sub.stdout
+    wait_until(lambda: all(r["state"] == "done" for r in states(d)["runs"].values()), "both runs done", every=1)
+    assert all(iterations(d / "runs" / n) == list(range(3)) for n in ("control-s1", "clip03-s1"))
