@@ -32,8 +32,8 @@ from ppolab.ppo.rollout import Trajectories, collect
 from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import RolloutStorage
-from ppolab.ppo.trainer import build_networks
-from ppolab.ppo.update import Hyper, ppo_update
+from ppolab.ppo.trainer import build_networks, hyper
+from ppolab.ppo.update import choose_update
 from ppolab.util.system import available_cores
 
 
@@ -115,8 +115,8 @@ def update(cfg: TrainConfig, repeats: int) -> dict:
             random_trajectories(cfg.max_traj_len, cfg.num_slots, 5, 1), actor, critic, gamma=cfg.gamma, lam=cfg.lam,
             recurrent=False, device=torch.device("cpu"),
         )  # fmt: skip
-        hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, path)
-        runs[path] = functools.partial(ppo_update, actor, critic, opt, storage, hp, np.random.default_rng(0))
+        kernel = choose_update(actor, critic, opt, hyper(cfg.model_copy(update={"update": path})), None)
+        runs[path] = functools.partial(kernel, storage, np.random.default_rng(0))
     times: dict[str, list[float]] = {path: [] for path in runs}
     for _ in range(repeats):  # interleaved: exact, fused, exact, fused, ...
         for path, fn in runs.items():

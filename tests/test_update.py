@@ -13,10 +13,11 @@ from ppolab.envs import make_env
 from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.critic_process import CriticProcess
+from ppolab.ppo.loss import LossSettings
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.storage import RolloutStorage
-from ppolab.ppo.trainer import build_networks
-from ppolab.ppo.update import FusedSteps, Hyper, Mirror, ppo_update
+from ppolab.ppo.trainer import build_networks, hyper, mirror_action_maps
+from ppolab.ppo.update import FusedUpdate, choose_update
 
 
 def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajectories:
@@ -41,13 +42,11 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
     actor, critic = build_networks(cfg, env.obs_dim, env.act_dim)
     actor, critic = copy.deepcopy(actor), copy.deepcopy(critic)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
-    hp = Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
-    sym = env.symmetry if cfg.mirror else None
-    mirror = None
-    if sym is not None:
-        mirror = Mirror(torch.from_numpy(sym.act.perm), torch.from_numpy(sym.act.sign).float(), cfg.mirror_coeff)
-    steps = FusedSteps.make(actor, critic, optimizer, hp, mirror) if cfg.update == "fused" else None
-    elsewhere = CriticProcess(steps.critic, optimizer, hp, 100 * 6, env.obs_dim) if critic_process else None
+    mirror = mirror_action_maps(cfg, env, torch.device("cpu"))
+    update = choose_update(actor, critic, optimizer, hyper(cfg), mirror)
+    assert isinstance(update, FusedUpdate) == (cfg.update == "fused")
+    if critic_process:
+        update.elsewhere = CriticProcess(update.critic_step, optimizer, hyper(cfg), 100 * 6, env.obs_dim)
     traj = trajectories(100, 6, env.obs_dim, env.act_dim)
     actor.norm.update(traj.obs)
     rng = np.random.default_rng(1)
@@ -57,13 +56,12 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
         for _ in range(updates):
             storage = RolloutStorage(
                 traj, actor, critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent,
-                device=torch.device("cpu"), mirror_obs=None if sym is None else sym.obs,
+                device=torch.device("cpu"), mirror_obs=None if mirror is None else env.symmetry.obs,
             )  # fmt: skip
-            stats = ppo_update(actor, critic, optimizer, storage, hp, rng, mirror, elsewhere, steps)
+            stats = update(storage, rng)
     finally:
         torch.set_num_threads(threads)
-        if elsewhere is not None:
-            elsewhere.close()
+        update.close()
     return optimizer.flat.clone(), stats
 
 
@@ -120,3 +118,21 @@ def test_the_scripted_epochs_give_the_python_functions_bits(env, monkeypatch):
     python, stats_python = one_update(cfg, updates=2)
     assert torch.equal(scripted, python)
     assert stats_scripted == stats_python
+
+
+# A value for each loss setting that changes the update; a setting added to LossSettings needs one here.
+CHANGED = {"clip": 0.01, "entropy_coeff": 0.5, "mirror_coeff": 100.0}
+
+
+@pytest.mark.parametrize("name", LossSettings._fields)
+def test_every_loss_setting_moves_both_kernels_alike(name):
+    """Each setting the loss reads by name changes the update, and the fused kernel follows autograd's
+    reference when it does: a term added to ppolab.ppo.loss but not to fused_step (or the other way) fails."""
+    assert set(CHANGED) == set(LossSettings._fields), "give the new loss setting a value in CHANGED"
+    base = TrainConfig(env="jvrc_walk", epochs=1, learn_std=True, entropy_coeff=0.01)
+    changed = base.model_copy(update={name: CHANGED[name]})
+    exact, _ = one_update(changed.model_copy(update={"update": "exact"}))
+    fused, _ = one_update(changed)
+    moved = (exact - one_update(changed.model_copy(update={"update": "exact", "lr": 1e-12}))[0]).abs().max()
+    assert (exact - fused).abs().max() < 1e-3 * moved
+    assert (exact - one_update(base.model_copy(update={"update": "exact"}))[0]).abs().max() > 0.1 * moved

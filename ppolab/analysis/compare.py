@@ -114,9 +114,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
             runs.append(Run(name, path, None, None, "not started" if state in (None, RunState.PENDING) else state))
             continue
         cfg = read_config(path)
-        summary = (
-            summarize(load_run(path)) if RunFolder(path).has_metrics() or RunFolder(path).log.exists() else None
-        )
+        summary = summarize(load_run(path)) if RunFolder(path).has_metrics() or RunFolder(path).log.exists() else None
         run = Run(name, path, cfg, summary, _status(cfg, summary, state))
         if summary:
             rec = load_run(path)

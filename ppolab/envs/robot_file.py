@@ -152,8 +152,9 @@ class RobotFile(Frozen):
     rates: Rates = Rates()
     geoms: list[Geom] = []
     collision_groups: list[int] = Field(
-        [], description="geom groups that collide with the floor and the robot (a model whose contacts are all "
-        "explicit pairs, such as Menagerie's Apollo: its collision geoms are group 3)"
+        [],
+        description="geom groups that collide with the floor and the robot (a model whose contacts are all "
+        "explicit pairs, such as Menagerie's Apollo: its collision geoms are group 3)",
     )
     tasks: dict[TaskName, dict[str, Any]] = Field(
         {}, description="defaults of the robot's tasks: all of them, or walk, stand, step (any task setting)"

@@ -227,4 +227,3 @@ def task_env(task: type[RobotTask], robot: RobotFile, embed: bool = False) -> ty
     about = f"{doc}: {robot.description or robot.name}."
     attrs = {"robot_file": robot, "name": name, "Config": config, "__doc__": about}
     return type(f"{robot.name.title()}{task.__name__}", (task,), attrs)
-

@@ -62,6 +62,7 @@ class WalkRewards(BaseModel):
 class WalkConfig(ClockedConfig):
     """LHW's walking task on a 1.1 s gait cycle (0.4 s swing, 0.15 s double support; LHW's JVRC: 2.2 s),
     with a heading reference. A robot file's `tasks: walk:` changes any of it."""
+
     mode_probs: Weights3 = Field((0.4, 0.2, 0.4), description="standing, in place, forward at the start")
     forward_speed: Range = Field((0.1, 0.4), description="m/s of the forward mode")
     lateral_speed: Range = Field((0.0, 0.0), description="m/s sideways in the forward mode")
@@ -234,8 +235,9 @@ class WalkTask(RobotTask):
             "root_accel": np.exp(-0.25 * (np.abs(qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
             "height": np.exp(-40.0 * height_err**2),
             "velocity": np.exp(-10.0 * (v_err * v_err).sum(1)),
-            "velocity_fine": np.exp(-((v_avg_err[:, 0] / c.velocity_scale) ** 2)
-                                    - (v_avg_err[:, 1] / c.lateral_scale) ** 2),
+            "velocity_fine": np.exp(
+                -((v_avg_err[:, 0] / c.velocity_scale) ** 2) - (v_avg_err[:, 1] / c.lateral_scale) ** 2
+            ),
             "yaw_rate": np.exp(-10.0 * np.abs(qvel[:, 5] - cmd[:, 0]) ** 3),
             "heading": np.exp(-((self.heading_error * (1.0 / c.heading_scale)) ** 2)),
             "upper_body": np.exp(-10.0 * np.sqrt((head * head).sum(1))),
@@ -244,4 +246,3 @@ class WalkTask(RobotTask):
             "action_change": np.exp(-5.0 * k * np.abs(target - prev_target).sum(1)),
         }
         return np.stack([terms[k] for k in WalkRewards.model_fields], axis=1) @ self._weights
-

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ppolab.envs import ENVS, env_names, unknown_env
+from ppolab.ppo.network import ActivationName
 from ppolab.ppo.presets import with_preset
 from ppolab.util.validation import first_problem
 
@@ -33,8 +34,9 @@ class TrainConfig(BaseModel):
     env: str = Field(description="task to train: " + ", ".join(env_names()) + ", or NAME_walk, NAME_stand, "
                      "NAME_step of your robot file (--robot)")  # fmt: skip
     robot: str | None = Field(
-        None, description="your robot file (`ppolab robots check FILE` first); its envs: NAME_walk, NAME_stand, "
-        "NAME_step. Its contents are kept in the run's env.yaml"
+        None,
+        description="your robot file (`ppolab robots check FILE` first); its envs: NAME_walk, NAME_stand, "
+        "NAME_step. Its contents are kept in the run's env.yaml",
     )
     logdir: str = Field("logs", description="root folder; each run gets a new folder inside it")
     run_name: str | None = Field(None, description="name of the run folder (default: time, env and seed)")
@@ -73,7 +75,9 @@ class TrainConfig(BaseModel):
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
-    activation: Literal["tanh", "relu"] = Field("tanh", description="hidden-layer activation of the MLPs")
+    activation: ActivationName = Field(
+        "tanh", description="hidden-layer activation of the MLPs (elu: rsl_rl's default; LSTMs use their own gates)"
+    )
     recurrent: bool = Field(
         False, description="LSTM actor and critic (hidden sizes = LSTM layers), trained on episodes"
     )

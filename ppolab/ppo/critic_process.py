@@ -19,7 +19,7 @@ import signal
 import torch
 
 from ppolab.ppo.adam import FlatAdam
-from ppolab.ppo.fused_step import CriticStep, supports
+from ppolab.ppo.fused_step import CriticStep
 from ppolab.ppo.update import Hyper, critic_epochs
 from ppolab.util.system import available_cores
 
@@ -65,15 +65,9 @@ class CriticProcess:
         child.close()
 
     @staticmethod
-    def wanted(cfg, actor, critic, device: torch.device) -> bool:
-        """Where it pays: the fused update (MLPs) on the CPU, with a second core, where fork exists."""
-        return (
-            cfg.update == "fused"
-            and supports(actor, critic)
-            and device.type == "cpu"
-            and available_cores() >= 2
-            and "fork" in mp.get_all_start_methods()
-        )
+    def wanted(device: torch.device) -> bool:
+        """Where it pays (for a fused update): on the CPU, with a second core, where fork exists."""
+        return device.type == "cpu" and available_cores() >= 2 and "fork" in mp.get_all_start_methods()
 
     def start(self, obs: torch.Tensor, returns: torch.Tensor, perms: list[torch.Tensor], t0: int) -> None:
         self.obs.copy_(obs)

@@ -14,137 +14,186 @@ Python's 1-2 us around each op and each minibatch (cartpole's update 1.41x faste
 torch.compile was no faster, benchmarks/README.md). Where TorchScript cannot be had (it is deprecated),
 the functions run from Python, with the same results.
 
-The mathematics is the autograd path's, term for term (clipped surrogate, value loss, entropy bonus,
-mirror loss), and tests/test_update.py checks the result against autograd's. The float32
+The mathematics is the autograd path's (ppolab.ppo.loss), term for term (clipped surrogate, value
+loss, entropy bonus, mirror loss), and tests/test_update.py checks the result against autograd's. The
+network's layers and activation come from its `network.NetSpec`; each activation's derivative is in
+`activate_backward`, and tests/test_network.py checks every activation of `network.ACTIVATIONS` here. The float32
 results differ from it in the last bits (another summation order in a few matmuls), so a seed's
 metrics agree with `--update exact` to a tolerance, not bit for bit; within each path runs are
 bit-identical and resume is exact.
 """
 
-from __future__ import annotations
-
 import math
 import warnings
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
 from ppolab.ppo.adam import ACTOR, CRITIC, FlatAdam, adam_step, bias_corrections
+from ppolab.ppo.loss import LossSettings, MirrorMaps
 from ppolab.ppo.policy import Actor, Critic
 
 
 def supports(actor: nn.Module, critic: nn.Module) -> bool:
-    """The fused step covers feed-forward Actor/Critic MLPs (tanh or ReLU); the LSTM ones use autograd."""
-    return isinstance(actor, Actor) and isinstance(critic, Critic) and actor.activation in ("tanh", "relu")
+    """The fused step covers the feed-forward Actor/Critic MLPs (every activation); the LSTM ones use autograd."""
+    return isinstance(actor, Actor) and isinstance(critic, Critic)
 
 
-def mlp_forward(transposed: list[Tensor], biases: list[Tensor], x: Tensor, relu: bool) -> list[Tensor]:
+class Mlp(NamedTuple):
+    """One network's layers as the kernel sees them: the weights, their transposes and biases, the views of
+    their gradients in the optimiser's flat gradient, and the hidden activation's name."""
+
+    weights: list[Tensor]
+    transposed: list[Tensor]
+    biases: list[Tensor]
+    weight_grads: list[Tensor]
+    bias_grads: list[Tensor]
+    activation: str
+
+
+class AdamPart(NamedTuple):
+    """One network's part of a FlatAdam (parameters, gradient, moments: flat views) and Adam's settings."""
+
+    flat: Tensor
+    grad: Tensor
+    exp_avg: Tensor
+    exp_avg_sq: Tensor
+    max_grad_norm: float
+    lr: float
+    beta1: float
+    beta2: float
+    eps: float
+
+
+class LogStd(NamedTuple):
+    """The policy's log std and the view of its gradient (None: a fixed std, a buffer)."""
+
+    value: Tensor
+    grad: Tensor | None
+
+
+class ActorRows(NamedTuple):
+    """Rows the policy's loss reads: normalised observations, actions, their old log-probabilities, normalised
+    advantages, and the mirrored observations (None without the mirror loss)."""
+
+    obs: Tensor
+    actions: Tensor
+    logprobs: Tensor
+    advantages: Tensor
+    mirror_obs: Tensor | None
+
+
+def activate(y: Tensor, activation: str) -> Tensor:
+    """A hidden layer's activation, in place: network.ACTIVATIONS's, as torch's modules compute it."""
+    if activation == "tanh":
+        return y.tanh_()
+    if activation == "relu":
+        return y.relu_()
+    if activation == "elu":
+        return torch.nn.functional.elu_(y)
+    raise RuntimeError("fused_step.activate has no case for the activation " + activation)
+
+
+def activate_backward(grad: Tensor, out: Tensor, activation: str) -> Tensor:
+    """d(loss)/d(pre-activation) from d(loss)/d(output) and the output: autograd's own kernels."""
+    if activation == "tanh":
+        return torch.ops.aten.tanh_backward(grad, out)
+    if activation == "relu":
+        return torch.ops.aten.threshold_backward(grad, out, 0.0)
+    if activation == "elu":  # from the result: alpha 1, scale 1, input scale 1
+        return torch.ops.aten.elu_backward(grad, 1.0, 1.0, 1.0, True, out)
+    raise RuntimeError("fused_step.activate_backward has no derivative for the activation " + activation)
+
+
+def mlp_forward(net: Mlp, x: Tensor) -> list[Tensor]:
     """[input, hidden outputs..., output]: each linear layer's input, then the network's output."""
     outs = [x]
-    last = len(biases) - 1
-    for i in range(len(biases)):
-        y = torch.addmm(biases[i], outs[-1], transposed[i])
+    last = len(net.biases) - 1
+    for i in range(len(net.biases)):
+        y = torch.addmm(net.biases[i], outs[-1], net.transposed[i])
         if i < last:
-            y = y.relu_() if relu else y.tanh_()
+            y = activate(y, net.activation)
         outs.append(y)
     return outs
 
 
-def mlp_backward(weights: list[Tensor], weight_grads: list[Tensor], bias_grads: list[Tensor], outs: list[Tensor],
-                 grad: Tensor, relu: bool) -> None:  # fmt: skip
+def mlp_backward(net: Mlp, outs: list[Tensor], grad: Tensor) -> None:
     """Write d(loss)/d(parameters) into the gradient views, given d(loss)/d(output)."""
-    for j in range(len(weights)):
-        i = len(weights) - 1 - j
-        torch.mm(grad.t(), outs[i], out=weight_grads[i])
-        torch.sum(grad, [0], out=bias_grads[i])
+    for j in range(len(net.weights)):
+        i = len(net.weights) - 1 - j
+        torch.mm(grad.t(), outs[i], out=net.weight_grads[i])
+        torch.sum(grad, [0], out=net.bias_grads[i])
         if i > 0:
-            grad = grad.mm(weights[i])
-            if relu:  # autograd's own kernels for the activations' gradients
-                grad = torch.ops.aten.threshold_backward(grad, outs[i], 0.0)
-            else:
-                grad = torch.ops.aten.tanh_backward(grad, outs[i])
+            grad = activate_backward(grad.mm(net.weights[i]), outs[i], net.activation)
 
 
-def actor_step(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
-               bias_grads: list[Tensor], log_std: Tensor, log_std_grad: Tensor | None, part: list[Tensor],
-               obs: Tensor, actions: Tensor, logprobs: Tensor, advantages: Tensor, mirror_obs: Tensor | None,
-               act_perm: Tensor | None, act_sign: Tensor | None, inverse_perm: Tensor | None,
-               settings: list[float], relu: bool) -> tuple[Tensor, Tensor | None, Tensor]:  # fmt: skip
-    """The policy's half of one PPO minibatch and its Adam step. `settings`: clip, entropy coefficient, mirror
-    weight, then Adam's (see `adam`). Returns the policy loss, the mirror loss (or None) and the ratios."""
-    clip, entropy_coeff, mirror_coeff = settings[0], settings[1], settings[2]
-    rows = obs.shape[0]
-    x = obs if mirror_obs is None else torch.cat([obs, mirror_obs])  # one pass for both halves
-    pi_outs = mlp_forward(transposed, biases, x, relu)
-    mean = pi_outs[-1][:rows]
-    std = log_std.exp()
-    z = (actions - mean) / std
+def adam(part: AdamPart, t: int) -> None:
+    """Adam step t of one network (adam.adam_step), its gradient clipped first."""
+    bias2_sqrt, bias1 = bias_corrections((part.beta1, part.beta2), t)
+    adam_step(part.flat, part.grad, part.exp_avg, part.exp_avg_sq, part.max_grad_norm, part.lr,
+              (part.beta1, part.beta2), part.eps, bias2_sqrt, bias1)  # fmt: skip
+
+
+def actor_step(net: Mlp, log_std: LogStd, part: AdamPart, loss: LossSettings, mirror: MirrorMaps | None,
+               rows: ActorRows, t: int) -> tuple[Tensor, Tensor | None, Tensor]:  # fmt: skip
+    """The policy's half of one PPO minibatch and its Adam step t. Returns the policy loss, the mirror loss
+    (or None) and the ratios."""
+    n = rows.obs.shape[0]
+    mirror_obs = rows.mirror_obs if mirror is not None else None
+    x = rows.obs if mirror_obs is None else torch.cat([rows.obs, mirror_obs])  # one pass for both halves
+    pi_outs = mlp_forward(net, x)
+    mean = pi_outs[-1][:n]
+    std = log_std.value.exp()
+    z = (rows.actions - mean) / std
     zz = z * z
-    logp = -0.5 * zz.sum(-1) - (log_std.sum() + 0.5 * math.log(2.0 * math.pi) * z.shape[1])  # policy.LOG_2PI
-    ratio = (logp - logprobs).exp()
-    neg_adv = -advantages
-    unclipped, clipped = neg_adv * ratio, neg_adv * ratio.clamp(1 - clip, 1 + clip)
+    logp = -0.5 * zz.sum(-1) - (log_std.value.sum() + 0.5 * math.log(2.0 * math.pi) * z.shape[1])  # policy.LOG_2PI
+    ratio = (logp - rows.logprobs).exp()
+    neg_adv = -rows.advantages
+    unclipped, clipped = neg_adv * ratio, neg_adv * ratio.clamp(1 - loss.clip, 1 + loss.clip)
     pg_loss = torch.max(unclipped, clipped).mean()
     # d pg / d ratio: -A/B where the unclipped term is the max (ties only where the clip is inactive)
-    d_logp = torch.where(unclipped >= clipped, neg_adv, 0.0).mul_(ratio).div_(rows)
+    d_logp = torch.where(unclipped >= clipped, neg_adv, 0.0).mul_(ratio).div_(n)
     d_mean = (d_logp.unsqueeze(1) * z).div_(std)
+    log_std_grad = log_std.grad
     if log_std_grad is not None:  # d logp / d log_std = z^2 - 1 per action; the entropy term's is 1
-        torch.sub(d_logp @ (zz - 1.0), entropy_coeff, out=log_std_grad)
+        torch.sub(d_logp @ (zz - 1.0), loss.entropy_coeff, out=log_std_grad)
     mirror_loss: Tensor | None = None
-    if mirror_obs is not None and act_perm is not None and act_sign is not None and inverse_perm is not None:
-        diff = mean - pi_outs[-1][rows:][:, act_perm] * act_sign
+    if mirror is not None and mirror_obs is not None:
+        diff = mean - pi_outs[-1][n:][:, mirror.perm] * mirror.sign
         mirror_loss = (diff * diff).mean()
-        g = diff.mul(2.0 * mirror_coeff / diff.numel())
-        d_mean = torch.cat([d_mean + g, (-g * act_sign)[:, inverse_perm]])
-    mlp_backward(weights, weight_grads, bias_grads, pi_outs, d_mean, relu)
-    adam(part, settings[3:])
+        g = diff.mul(2.0 * loss.mirror_coeff / diff.numel())
+        d_mean = torch.cat([d_mean + g, (-g * mirror.sign)[:, mirror.inverse]])
+    mlp_backward(net, pi_outs, d_mean)
+    adam(part, t)
     return pg_loss, mirror_loss, ratio
 
 
-def critic_step(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
-                bias_grads: list[Tensor], part: list[Tensor], obs: Tensor, returns: Tensor, settings: list[float],
-                relu: bool) -> Tensor:  # fmt: skip
-    """The value function's half: 0.5 mean squared error to the returns, and its Adam step."""
-    v_outs = mlp_forward(transposed, biases, obs, relu)
+def critic_step(net: Mlp, part: AdamPart, obs: Tensor, returns: Tensor, t: int) -> Tensor:
+    """The value function's half: 0.5 mean squared error to the returns, and its Adam step t."""
+    v_outs = mlp_forward(net, obs)
     err = v_outs[-1].squeeze(-1) - returns
-    mlp_backward(weights, weight_grads, bias_grads, v_outs, err.div(obs.shape[0]).unsqueeze(1), relu)
-    adam(part, settings)
+    mlp_backward(net, v_outs, err.div(obs.shape[0]).unsqueeze(1))
+    adam(part, t)
     return 0.5 * (err * err).mean()
 
 
-def adam(part: list[Tensor], s: list[float]) -> None:
-    """adam.adam_step on a part (flat, grad, exp_avg, exp_avg_sq); `s`: max grad norm, lr, beta1, beta2, eps,
-    then the step's sqrt(1 - beta2^t) and 1 - beta1^t."""
-    adam_step(part[0], part[1], part[2], part[3], s[0], s[1], (s[2], s[3]), s[4], s[5], s[6])
-
-
-def step_settings(adam_settings: list[float], t: int) -> list[float]:
-    """Adam's settings (max grad norm, lr, beta1, beta2, eps) and step t's bias corrections."""
-    bias2_sqrt, bias1 = bias_corrections((adam_settings[2], adam_settings[3]), t)
-    return adam_settings + [bias2_sqrt, bias1]
-
-
-def actor_epoch(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
-                bias_grads: list[Tensor], log_std: Tensor, log_std_grad: Tensor | None, part: list[Tensor],
-                obs: Tensor, actions: Tensor, logprobs: Tensor, advantages: Tensor, mirror_obs: Tensor | None,
-                act_perm: Tensor | None, act_sign: Tensor | None, inverse_perm: Tensor | None,
-                loss_settings: list[float], adam_settings: list[float], relu: bool, size: int,
-                t0: int) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:  # fmt: skip
+def actor_epoch(net: Mlp, log_std: LogStd, part: AdamPart, loss: LossSettings, mirror: MirrorMaps | None,
+                rows: ActorRows, size: int, t0: int) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:  # fmt: skip
     """One epoch's actor steps, t0+1, t0+2, ...: its rows (in the epoch's order) cut into minibatches of
     `size`. Returns the policy losses, the mirror losses and the ratios, one per minibatch."""
     pg_losses: list[Tensor] = []
     mirror_losses: list[Tensor] = []
     ratios: list[Tensor] = []
     t = t0
-    for start in range(0, obs.shape[0], size):
+    all_mirror_obs = rows.mirror_obs  # a local: TorchScript refines Optional locals only
+    for start in range(0, rows.obs.shape[0], size):
         t += 1
-        mb_mirror = None if mirror_obs is None else mirror_obs[start : start + size]
-        pg, mirror_loss, ratio = actor_step(
-            weights, transposed, biases, weight_grads, bias_grads, log_std, log_std_grad, part,
-            obs[start : start + size], actions[start : start + size], logprobs[start : start + size],
-            advantages[start : start + size], mb_mirror, act_perm, act_sign, inverse_perm,
-            loss_settings + step_settings(adam_settings, t), relu,
-        )  # fmt: skip
+        end = start + size
+        mb_mirror = None if all_mirror_obs is None else all_mirror_obs[start:end]
+        mb = ActorRows(rows.obs[start:end], rows.actions[start:end], rows.logprobs[start:end],
+                       rows.advantages[start:end], mb_mirror)  # fmt: skip
+        pg, mirror_loss, ratio = actor_step(net, log_std, part, loss, mirror, mb, t)
         pg_losses.append(pg)
         ratios.append(ratio)
         if mirror_loss is not None:
@@ -152,17 +201,13 @@ def actor_epoch(weights: list[Tensor], transposed: list[Tensor], biases: list[Te
     return pg_losses, mirror_losses, ratios
 
 
-def critic_epoch(weights: list[Tensor], transposed: list[Tensor], biases: list[Tensor], weight_grads: list[Tensor],
-                 bias_grads: list[Tensor], part: list[Tensor], obs: Tensor, returns: Tensor,
-                 adam_settings: list[float], relu: bool, size: int, t0: int) -> list[Tensor]:  # fmt: skip
+def critic_epoch(net: Mlp, part: AdamPart, obs: Tensor, returns: Tensor, size: int, t0: int) -> list[Tensor]:
     """One epoch's critic steps, t0+1, t0+2, ...; returns the value losses."""
     losses: list[Tensor] = []
     t = t0
     for start in range(0, obs.shape[0], size):
         t += 1
-        losses.append(critic_step(weights, transposed, biases, weight_grads, bias_grads, part,
-                                  obs[start : start + size], returns[start : start + size],
-                                  step_settings(adam_settings, t), relu))  # fmt: skip
+        losses.append(critic_step(net, part, obs[start : start + size], returns[start : start + size], t))
     return losses
 
 
@@ -186,55 +231,48 @@ NOT_SCRIPTED: str | None = None
 ACTOR_EPOCH, CRITIC_EPOCH = scripted(actor_epoch), scripted(critic_epoch)
 
 
-class PartStep:
-    """One network's minibatch step on its part of a FlatAdam: its parameters' and gradients' views (made
-    once, in `.parameters()` order, the same memory: Adam's steps show), and its Adam settings."""
-
-    def __init__(self, net: nn.Module, optimizer: FlatAdam, part: int, max_grad_norm: float) -> None:
-        self.relu = net.activation == "relu"
-        layers = [m for m in net.net if isinstance(m, nn.Linear)]
-        self.weights = [lin.weight for lin in layers]
-        self.transposed = [w.t() for w in self.weights]  # views: they follow the in-place Adam steps
-        self.biases = [lin.bias for lin in layers]
-        self.weight_grads = [w.grad for w in self.weights]
-        self.bias_grads = [b.grad for b in self.biases]
-        self.buffers = list(optimizer.parts[part])
-        self.adam_settings = [max_grad_norm, optimizer.lr, *optimizer.betas, optimizer.eps]
+def mlp_of(net: Actor | Critic) -> Mlp:
+    """The kernel's view of a network (made once, in `.parameters()` order, the same memory: Adam's steps show)."""
+    layers = [m for m in net.net if isinstance(m, nn.Linear)]
+    weights = [lin.weight for lin in layers]
+    biases = [lin.bias for lin in layers]
+    transposed = [w.t() for w in weights]  # views: they follow the in-place Adam steps
+    return Mlp(weights, transposed, biases, [w.grad for w in weights], [b.grad for b in biases], net.spec.activation)
 
 
-class ActorStep(PartStep):
+def adam_part(optimizer: FlatAdam, part: int, max_grad_norm: float) -> AdamPart:
+    flat, grad, exp_avg, exp_avg_sq = optimizer.parts[part]
+    beta1, beta2 = optimizer.betas
+    return AdamPart(flat, grad, exp_avg, exp_avg_sq, max_grad_norm, optimizer.lr, beta1, beta2, optimizer.eps)
+
+
+class ActorStep:
     """The policy's minibatch steps, an epoch at a time (one call: no Python between the minibatches)."""
 
-    def __init__(self, actor: Actor, optimizer: FlatAdam, clip: float, entropy_coeff: float, mirror,
+    def __init__(self, actor: Actor, optimizer: FlatAdam, loss: LossSettings, mirror: MirrorMaps | None,
                  max_grad_norm: float) -> None:  # fmt: skip
-        super().__init__(actor, optimizer, ACTOR, max_grad_norm)
-        self.log_std = actor.log_std  # a parameter (its gradient a view too) or a fixed buffer
-        self.log_std_grad = actor.log_std.grad if isinstance(actor.log_std, nn.Parameter) else None
-        self.mirror = mirror is not None
-        # the mirror's action permutation, its inverse and its signs (None without the mirror loss)
-        self.act_perm, self.act_sign = (mirror.act_perm, mirror.act_sign) if self.mirror else (None, None)
-        self.inverse_perm = torch.argsort(mirror.act_perm) if self.mirror else None
-        self.loss_settings = [clip, entropy_coeff, mirror.coeff if self.mirror else 0.0]
+        self.net = mlp_of(actor)
+        self.part = adam_part(optimizer, ACTOR, max_grad_norm)
+        learned = isinstance(actor.log_std, nn.Parameter)  # else a fixed buffer
+        self.log_std = LogStd(actor.log_std, actor.log_std.grad if learned else None)
+        self.loss, self.mirror = loss, mirror
 
     @torch.no_grad()
-    def epoch(self, t0: int, size: int, obs, actions, logprobs, advantages, mirror_obs):
+    def epoch(self, t0: int, size: int, rows: ActorRows) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
         """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; (policy losses, mirror losses,
         ratios), one per minibatch."""
-        return ACTOR_EPOCH(self.weights, self.transposed, self.biases, self.weight_grads, self.bias_grads,
-                           self.log_std, self.log_std_grad, self.buffers, obs, actions, logprobs, advantages,
-                           mirror_obs if self.mirror else None, self.act_perm, self.act_sign, self.inverse_perm,
-                           self.loss_settings, self.adam_settings, self.relu, size, t0)  # fmt: skip
+        return ACTOR_EPOCH(self.net, self.log_std, self.part, self.loss, self.mirror, rows, size, t0)
 
 
-class CriticStep(PartStep):
+class CriticStep:
     """The value function's minibatch steps, an epoch at a time. Independent of the actor's, so either may
     run first, or both at once (ppolab.ppo.critic_process)."""
 
     def __init__(self, critic: Critic, optimizer: FlatAdam, max_grad_norm: float) -> None:
-        super().__init__(critic, optimizer, CRITIC, max_grad_norm)
+        self.net = mlp_of(critic)
+        self.part = adam_part(optimizer, CRITIC, max_grad_norm)
 
     @torch.no_grad()
-    def epoch(self, t0: int, size: int, obs, returns) -> list:
+    def epoch(self, t0: int, size: int, obs: Tensor, returns: Tensor) -> list[Tensor]:
         """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; the value losses."""
-        return CRITIC_EPOCH(self.weights, self.transposed, self.biases, self.weight_grads, self.bias_grads,
-                            self.buffers, obs, returns, self.adam_settings, self.relu, size, t0)  # fmt: skip
+        return CRITIC_EPOCH(self.net, self.part, obs, returns, size, t0)

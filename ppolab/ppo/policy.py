@@ -1,8 +1,9 @@
 """Actor (Gaussian MLP), critic (MLP) and the running observation normaliser they share.
 
 The normaliser lives inside both networks as buffers, so `actor.pt` alone is
-enough to run the policy. `sampling_params` exports it for the numpy twin that
-rollout workers run (`ppo/sampling_policy.py`).
+enough to run the policy. The MLPs are built from a `network.NetSpec`, which the
+numpy twin that rollout workers run (`sampling_policy.py`, fed by `sampling_params`)
+and the fused update (`fused_step.py`) read too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import math
 import numpy as np
 import torch
 from torch import nn
+
+from ppolab.ppo.network import ACTIVATIONS, NetSpec
+from ppolab.ppo.sampling_policy import SamplingParams
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -46,15 +50,14 @@ class ObsNormalizer(nn.Module):
         self.count.copy_(total)
 
 
-ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
-
-
-def mlp(sizes: list[int], activation: str = "tanh") -> nn.Sequential:
+def mlp(spec: NetSpec) -> nn.Sequential:
+    """The spec's layers as torch modules: Linear, activation, ..., Linear."""
     layers: list[nn.Module] = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            layers.append(ACTIVATIONS[activation]())
+    activation = getattr(nn, ACTIVATIONS[spec.activation].torch_module)
+    for i in range(spec.layers):
+        layers.append(nn.Linear(spec.sizes[i], spec.sizes[i + 1]))
+        if i < spec.layers - 1:
+            layers.append(activation())
     return nn.Sequential(*layers)
 
 
@@ -73,8 +76,8 @@ class Actor(nn.Module):
     ) -> None:
         super().__init__()
         self.norm = norm
-        self.activation = activation
-        self.net = mlp([obs_dim, *hidden, act_dim], activation)
+        self.spec = NetSpec.of(obs_dim, hidden, act_dim, activation)
+        self.net = mlp(self.spec)
         with torch.no_grad():  # small initial means: start near "do nothing"
             self.net[-1].weight.mul_(0.01)
             self.net[-1].bias.zero_()
@@ -96,8 +99,8 @@ class Critic(nn.Module):
     def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int], activation: str = "tanh") -> None:
         super().__init__()
         self.norm = norm
-        self.activation = activation
-        self.net = mlp([obs_dim, *hidden, 1], activation)
+        self.spec = NetSpec.of(obs_dim, hidden, 1, activation)
+        self.net = mlp(self.spec)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.head(self.norm(obs))
@@ -169,33 +172,30 @@ def gaussian_kl(mean0, std0, mean1, std1) -> torch.Tensor:
     return (torch.log(std1 / std0) + (std0**2 + (mean0 - mean1) ** 2) / (2.0 * std1**2) - 0.5).sum(-1)
 
 
-def sampling_params(actor: Actor | RecurrentActor) -> dict:
-    """What rollout workers need to run the actor's mean in numpy: picklable, shipped once per iteration."""
+def sampling_params(actor: Actor | RecurrentActor) -> SamplingParams:
+    """What rollout workers need to run the actor's mean in numpy (ppolab.ppo.sampling_policy)."""
 
     def np_(t: torch.Tensor):
         return t.detach().float().cpu().numpy()
 
     with torch.no_grad():
-        params = {
-            "mean": np_(actor.norm.mean),
-            "inv_std": np_(1.0 / torch.sqrt(actor.norm.var + 1e-8)),
-            "clip": actor.norm.clip,
-            "std": np_(actor.log_std.exp()),
-            "lstm": [],
-            "activation": getattr(actor, "activation", "tanh"),
-        }
+        lstm = []
         if isinstance(actor, RecurrentActor):
             linears = [actor.out]
-            params["lstm"] = [
-                (
-                    np_(m.weight_ih_l0.T.contiguous()),
-                    np_(m.weight_hh_l0.T.contiguous()),
-                    np_(m.bias_ih_l0 + m.bias_hh_l0),
-                )
+            lstm = [
+                (np_(m.weight_ih_l0.T.contiguous()), np_(m.weight_hh_l0.T.contiguous()),
+                 np_(m.bias_ih_l0 + m.bias_hh_l0))
                 for m in actor.lstm.layers
-            ]
+            ]  # fmt: skip
         else:
             linears = [m for m in actor.net if isinstance(m, nn.Linear)]
-        params["weights"] = [np_(m.weight.T.contiguous()) for m in linears]
-        params["biases"] = [np_(m.bias) for m in linears]
-        return params
+        return SamplingParams(
+            mean=np_(actor.norm.mean),
+            inv_std=np_(1.0 / torch.sqrt(actor.norm.var + 1e-8)),
+            clip=float(actor.norm.clip),
+            std=np_(actor.log_std.exp()),
+            weights=[np_(m.weight.T.contiguous()) for m in linears],
+            biases=[np_(m.bias) for m in linears],
+            activation=actor.spec.activation if isinstance(actor, Actor) else "tanh",
+            lstm=lstm,
+        )

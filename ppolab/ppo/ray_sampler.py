@@ -21,6 +21,7 @@ from ppolab.envs import make_env
 from ppolab.errors import UserError
 from ppolab.ppo.rollout import Trajectories, collect
 from ppolab.ppo.sampler import one_blas_thread, split_slots
+from ppolab.ppo.sampling_policy import SamplingParams
 
 READY_TIMEOUT_S = 120.0
 REPLACEMENTS_PER_ITERATION = 3
@@ -37,7 +38,7 @@ class RolloutWorker:
     def where(self) -> tuple[str, int]:
         return socket.gethostname(), os.getpid()
 
-    def collect(self, params: dict, kwargs: dict) -> Trajectories:
+    def collect(self, params: SamplingParams, kwargs: dict) -> Trajectories:
         return collect(self.env, params, first_slot=self.first_slot, total_slots=self.total, **kwargs)
 
 
@@ -114,7 +115,7 @@ class RaySampler:
         pids = ", ".join(str(p) for _, p in self.places)
         return f"{self.procs} Ray actors (pids {pids}) on {len(hosts)} host(s) of {self.cluster}"
 
-    def sample(self, params: dict, **kwargs) -> Trajectories:
+    def sample(self, params: SamplingParams, **kwargs) -> Trajectories:
         """kwargs: seed, stream, iteration, steps (see rollout.collect)."""
         import ray
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ppolab.ppo.sampling_policy import SamplingPolicy
+from ppolab.ppo.sampling_policy import SamplingParams, SamplingPolicy
 
 TRAIN_STREAM, WARMUP_STREAM, EVAL_STREAM, CHECK_STREAM = 0, 1, 2, 3  # CHECK: the behaviour checks' starts
 
@@ -52,7 +52,7 @@ class Trajectories:
 
 def collect(
     env,
-    params: dict,
+    params: SamplingParams,
     *,
     seed: int,
     stream: int,
@@ -117,7 +117,9 @@ def collect(
     return out
 
 
-def evaluate(env, params: dict, *, seed: int, steps: int, on_step=None, on_start=None) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(
+    env, params: SamplingParams, *, seed: int, steps: int, on_step=None, on_start=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Run one deterministic (mean-action) episode in each env; return (returns, lengths).
 
     Env i starts from the same state at every call with the same seed, so

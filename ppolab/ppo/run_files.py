@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from ppolab.ppo.tracking import Tracker
 
 
-
-
 def create_run_dir(cfg: TrainConfig) -> Path:
     """Make a new run folder (holding only its marker); never reuse an existing one."""
     path = _new_folder(cfg)

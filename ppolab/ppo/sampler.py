@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from ppolab.envs import make_env
 from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.ppo.sampling_policy import SamplingParams
 from ppolab.util.system import available_cores
 
 
@@ -101,7 +102,7 @@ class LocalSampler:
     def describe(self) -> str:
         return f"{self.procs} processes on {available_cores()} cores"
 
-    def sample(self, params: dict, **kwargs) -> Trajectories:
+    def sample(self, params: SamplingParams, **kwargs) -> Trajectories:
         """kwargs: seed, stream, iteration, steps (see rollout.collect)."""
         for conn in self.conns:
             conn.send((params, kwargs))

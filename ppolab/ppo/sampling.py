@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.sampler import LocalSampler
+from ppolab.ppo.sampling_policy import SamplingParams
 
 
 class Sampler(Protocol):
@@ -18,7 +19,7 @@ class Sampler(Protocol):
 
     def describe(self) -> str: ...
 
-    def sample(self, params: dict, **kwargs) -> Trajectories: ...
+    def sample(self, params: SamplingParams, **kwargs) -> Trajectories: ...
 
     def close(self) -> None: ...
 

@@ -2,12 +2,33 @@
 
 Keeps torch out of the sampling processes (they start in a fraction of a second
 instead of importing torch), and costs a third of a torch forward for the small
-batches sampled each step. Its input comes from `policy.sampling_params(actor)`.
+batches sampled each step. Its input, `SamplingParams`, comes from
+`policy.sampling_params(actor)`; the layers' activation from `network.ACTIVATIONS`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
+
+from ppolab.ppo.network import ACTIVATIONS
+
+
+@dataclass
+class SamplingParams:
+    """What a rollout worker needs to run the actor: the observation normaliser's statistics, the layers'
+    float32 arrays (weights transposed: rows @ w), the action noise, and an LSTM's layers if it has them.
+    Picklable, shipped once per iteration."""
+
+    mean: np.ndarray
+    inv_std: np.ndarray
+    clip: float
+    std: np.ndarray
+    weights: list[np.ndarray]
+    biases: list[np.ndarray]
+    activation: str = "tanh"
+    lstm: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)  # (w_ih^T, w_hh^T, b)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -21,15 +42,10 @@ class SamplingPolicy:
     `reset(rows)` zeroes the state of rows whose episode starts.
     """
 
-    def __init__(self, params: dict[str, np.ndarray]) -> None:
-        self.mean = params["mean"]
-        self.inv_std = params["inv_std"]
-        self.clip = float(params["clip"])
-        self.weights = params["weights"]
-        self.biases = params["biases"]
-        self.std = params["std"]
-        self.lstm = params.get("lstm") or []
-        self.relu = params.get("activation", "tanh") == "relu"
+    def __init__(self, params: SamplingParams) -> None:
+        self.params = params
+        self.std = params.std
+        self.activate = ACTIVATIONS[params.activation].numpy
         self.state: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     def reset(self, rows) -> None:
@@ -39,31 +55,30 @@ class SamplingPolicy:
                 c[rows] = 0.0
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        h = obs - self.mean
-        h *= self.inv_std
-        np.minimum(h, self.clip, out=h)
-        np.maximum(h, -self.clip, out=h)
-        if self.lstm:
+        p = self.params
+        h = obs - p.mean
+        h *= p.inv_std
+        np.minimum(h, p.clip, out=h)
+        np.maximum(h, -p.clip, out=h)
+        if p.lstm:
             h = self._lstm(h)
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+        last = len(p.weights) - 1
+        for i, (w, b) in enumerate(zip(p.weights, p.biases)):
             h = h @ w
             h += b
             if i < last:
-                if self.relu:
-                    np.maximum(h, 0.0, out=h)
-                else:
-                    np.tanh(h, out=h)
+                self.activate(h)
         return h
 
     def _lstm(self, x: np.ndarray) -> np.ndarray:
         """One time step of the stacked LSTM (torch's gate order: input, forget, cell, output)."""
+        lstm = self.params.lstm
         if self.state is None or self.state[0][0].shape[0] != x.shape[0]:
             self.state = [
                 (np.zeros((x.shape[0], w_hh.shape[0]), np.float32), np.zeros((x.shape[0], w_hh.shape[0]), np.float32))
-                for _, w_hh, _ in self.lstm
+                for _, w_hh, _ in lstm
             ]
-        for k, (w_ih, w_hh, b) in enumerate(self.lstm):
+        for k, (w_ih, w_hh, b) in enumerate(lstm):
             h, c = self.state[k]
             gates = x @ w_ih + h @ w_hh + b
             i, f, g, o = np.split(gates, 4, axis=1)

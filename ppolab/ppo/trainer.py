@@ -10,12 +10,13 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import numpy as np
 import torch
 
 from ppolab.envs import env_config, make_env
+from ppolab.envs.protocol import BatchEnv
 from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo import fused_step
@@ -23,6 +24,7 @@ from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
 from ppolab.ppo.critic_process import CriticProcess
+from ppolab.ppo.loss import LossSettings, MirrorMaps, mirror_maps
 from ppolab.ppo.policy import (
     Actor,
     Critic,
@@ -34,10 +36,10 @@ from ppolab.ppo.policy import (
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.run_folder import RunFolder
-from ppolab.ppo.sampling import make_sampler
+from ppolab.ppo.sampling import Sampler, make_sampler
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
-from ppolab.ppo.update import FusedSteps, Hyper, Mirror, ppo_update
+from ppolab.ppo.update import FusedUpdate, Hyper, Update, choose_update
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
 from ppolab.util.tables import count
@@ -86,11 +88,25 @@ def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor,
 
 
 def hyper(cfg: TrainConfig) -> Hyper:
-    return Hyper(cfg.epochs, cfg.minibatch_size, cfg.clip, cfg.entropy_coeff, cfg.max_grad_norm, cfg.update)
+    loss = LossSettings(clip=cfg.clip, entropy_coeff=cfg.entropy_coeff, mirror_coeff=cfg.mirror_coeff)
+    return Hyper(epochs=cfg.epochs, minibatch_size=cfg.minibatch_size, loss=loss, max_grad_norm=cfg.max_grad_norm,
+                 update=cfg.update)  # fmt: skip
 
 
-def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> tuple:
-    """Load last.pt: (first iteration to run, total steps, time so far, best eval, last.pt's own records).
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a run continues: its first iteration to run, the steps and seconds so far, the best evaluation
+    (reward, iteration), and last.pt's own copy of the metrics records (None: none to restore)."""
+
+    start_itr: int = 0
+    total_steps: int = 0
+    prior_time: float = 0.0
+    best: tuple[float, int] | None = None
+    records: list | None = None
+
+
+def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> ResumePoint:
+    """Load last.pt into the networks and the optimiser, and say where the run continues.
 
     A damaged last.pt falls back to the newest actor_<N>.pt/critic_<N>.pt pair that loads (the optimiser's
     state then starts afresh), else to iteration 0; `notes` says which.
@@ -102,7 +118,8 @@ def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> t
         optimizer.load_state_dict(state["optimizer"])
         best = tuple(state["best_eval"]) if state["best_eval"] is not None else None
         notes.append(f"Resuming {run_dir} at iteration {state['iteration'] + 1}")
-        return state["iteration"] + 1, state["total_steps"], state["total_time"], best, state.get("records")
+        return ResumePoint(start_itr=state["iteration"] + 1, total_steps=state["total_steps"],
+                           prior_time=state["total_time"], best=best, records=state.get("records"))  # fmt: skip
     except (UserError, KeyError, TypeError, RuntimeError, ValueError) as exc:
         why = str(exc).split(": ", 1)[-1] if isinstance(exc, UserError) else type(exc).__name__
     folder = RunFolder(run_dir)
@@ -120,9 +137,10 @@ def resume_point(run_dir: Path, actor, critic, optimizer, notes: list[str]) -> t
             "the optimizer's state starts afresh"
         )
         best = max(evals) if evals else None
-        return itr + 1, int(last.get("total_steps", 0)), float(last.get("total_time", 0.0)), best, None
+        return ResumePoint(start_itr=itr + 1, total_steps=int(last.get("total_steps", 0)),
+                           prior_time=float(last.get("total_time", 0.0)), best=best)  # fmt: skip
     notes.append(f"last.pt is unreadable ({why}) and no checkpoint pair loads: training restarts at iteration 0")
-    return 0, 0, 0.0, None, None
+    return ResumePoint()
 
 
 def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> list[str]:
@@ -155,25 +173,24 @@ class Session:
     cfg: TrainConfig
     seed: int
     device: torch.device
-    probe: Any  # a one-env batch: dimensions and the mirror maps
+    probe: BatchEnv  # a one-env batch: dimensions and the mirror maps
     env_overrides: dict | None
     actor: Actor
     critic: Critic
     optimizer: FlatAdam
-    sampler: Any
+    sampler: Sampler
     run_dir: Path
     console: Console
     log_file: TextIO
     metrics: MetricsLog
-    eval_env: Any
+    eval_env: BatchEnv
+    update: Update  # the kernel chosen for this run (fused or autograd), made once
     start_itr: int = 0
     total_steps: int = 0
     prior_time: float = 0.0
     best: tuple[float, int] | None = None
     fresh: bool = True  # a new run folder, not a resumed one
-    critic_elsewhere: CriticProcess | None = None  # the critic's epochs in a second process
-    mirror: Mirror | None = None
-    steps: FusedSteps | None = None  # the fused update's minibatch steps (None: autograd's)
+    mirror: MirrorMaps | None = None  # the mirror loss's action map (None: no mirror loss)
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -193,7 +210,6 @@ def train(
     s = setup(cfg, resume_dir, sampler_procs, backend, out)
     cfg = s.cfg
     previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
-    hp = hyper(cfg)
     itr, interrupted, no_space = s.start_itr, False, None
     try:
         if resume_dir is None and not cfg.continued:
@@ -209,8 +225,7 @@ def train(
                 mirror_obs=s.probe.symmetry.obs if s.mirror is not None else None,
             )  # fmt: skip
             update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
-            stats = ppo_update(s.actor, s.critic, s.optimizer, storage, hp, update_rng, s.mirror, s.critic_elsewhere,
-                               s.steps)  # fmt: skip
+            stats = s.update(storage, update_rng)
             s.actor.norm.update(traj.obs)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
@@ -253,29 +268,22 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     actor.to(device)
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
-    mirror = mirror_loss(cfg, probe, device)
-    fused = cfg.update == "fused" and fused_step.supports(actor, critic)
-    steps = FusedSteps.make(actor, critic, optimizer, hyper(cfg), mirror) if fused else None
-    if fused and fused_step.NOT_SCRIPTED:
+    mirror = mirror_action_maps(cfg, probe, device)
+    update = choose_update(actor, critic, optimizer, hyper(cfg), mirror)
+    if isinstance(update, FusedUpdate) and fused_step.NOT_SCRIPTED:
         notes.append(f"Update: the fused epochs run from Python, slower, with the same results (TorchScript: "
                      f"{fused_step.NOT_SCRIPTED})")  # fmt: skip
-    # forked before any thread starts (Ray's, TensorBoard's); it dies with this process
-    critic_elsewhere = None
-    if steps is not None and CriticProcess.wanted(cfg, actor, critic, device):
-        try:
-            critic_elsewhere = CriticProcess(steps.critic, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim)
-        except (OSError, RuntimeError) as exc:  # no shared memory (a full /dev/shm) or no process to be had
-            notes.append(f"Update: the critic's epochs run after the actor's here ({type(exc).__name__}: {exc})")
+    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim, device)
     # before the run folder: a cluster with no room is refused without leaving one. The local
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
-    start_itr, total_steps, prior_time, best, restore = 0, 0, 0.0, None, None
+    point = ResumePoint()
     system = system_info()
     if resume_dir is not None:
         remove_stale_temps(resume_dir)  # a run killed mid-checkpoint left its temp file
-        start_itr, total_steps, prior_time, best, restore = resume_point(resume_dir, actor, critic, optimizer, notes)
+        point = resume_point(resume_dir, actor, critic, optimizer, notes)
         run_dir = resume_dir
-        record_resume(run_dir, start_itr)
+        record_resume(run_dir, point.start_itr)
     else:
         run_dir = create_run_dir(cfg)
     try:  # Ctrl-C (or a failure) before the first iteration: a new run folder holds nothing, it goes
@@ -287,25 +295,28 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         sampler.say = console.line  # a replaced Ray worker is reported in the log
         console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn,
                                       probe.symmetry is not None))  # fmt: skip
-        if critic_elsewhere is not None:
+        if isinstance(update, FusedUpdate) and update.elsewhere is not None:
             console.line("Update: the critic's epochs in a second process, beside the actor's")
         for note in notes:
             console.line(note)
         tracker = Tracker(cfg, run_dir, say=console.line)
-        metrics = MetricsLog(run_dir, resume_from=start_itr if resume_dir is not None else None, tracker=tracker,
-                             restore=restore)  # fmt: skip
+        metrics = MetricsLog(run_dir, resume_from=point.start_itr if resume_dir is not None else None, tracker=tracker,
+                             restore=point.records)  # fmt: skip
         for note in metrics.notes:
             console.line(note)
         if resume_dir is None:
             metrics.describe(cfg)
         eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
         return Session(
-            cfg, cfg.seed, device, probe, env_overrides, actor, critic, optimizer, sampler, run_dir, console, log_file,
-            metrics, eval_env, start_itr, total_steps, prior_time, best, fresh=resume_dir is None,
-            critic_elsewhere=critic_elsewhere, mirror=mirror, steps=steps,
+            cfg=cfg, seed=cfg.seed, device=device, probe=probe, env_overrides=env_overrides, actor=actor,
+            critic=critic, optimizer=optimizer, sampler=sampler, run_dir=run_dir, console=console,
+            log_file=log_file, metrics=metrics, eval_env=eval_env, update=update, start_itr=point.start_itr,
+            total_steps=point.total_steps, prior_time=point.prior_time, best=point.best, fresh=resume_dir is None,
+            mirror=mirror,
         )  # fmt: skip
     except BaseException:
         sampler.close()
+        update.close()
         if resume_dir is None:
             discard_new_run(run_dir)
         raise
@@ -340,13 +351,25 @@ def header_tables(
     return machine, settings
 
 
-def mirror_loss(cfg: TrainConfig, probe, device: torch.device) -> Mirror | None:
-    """The mirror loss's action map and weight, when asked for and the env has a symmetry."""
+def mirror_action_maps(cfg: TrainConfig, probe: BatchEnv, device: torch.device) -> MirrorMaps | None:
+    """The mirror loss's action map, when the loss is asked for and the env has a symmetry."""
     if not (cfg.mirror and cfg.mirror_coeff > 0 and probe.symmetry is not None):
         return None
     act = probe.symmetry.act
-    perm = torch.from_numpy(act.perm).to(device)
-    return Mirror(perm, torch.from_numpy(act.sign).float().to(device), cfg.mirror_coeff)
+    return mirror_maps(torch.from_numpy(act.perm).to(device), torch.from_numpy(act.sign).float().to(device))
+
+
+def start_critic_process(update: Update, optimizer: FlatAdam, hp: Hyper, batch_size: int, obs_dim: int,
+                         device: torch.device) -> list[str]:  # fmt: skip
+    """A fused update's critic epochs in a second process, where that pays; returns notes for the console.
+    Forked before any thread starts (Ray's, TensorBoard's); it dies with this process."""
+    if not isinstance(update, FusedUpdate) or not CriticProcess.wanted(device):
+        return []
+    try:
+        update.elsewhere = CriticProcess(update.critic_step, optimizer, hp, batch_size, obs_dim)
+    except (OSError, RuntimeError) as exc:  # no shared memory (a full /dev/shm) or no process to be had
+        return [f"Update: the critic's epochs run after the actor's here ({type(exc).__name__}: {exc})"]
+    return []
 
 
 def warm_up(s: Session) -> None:
@@ -425,8 +448,7 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
     A new run stopped before its first iteration completed holds nothing to resume: its folder goes.
     """
     s.sampler.close()
-    if s.critic_elsewhere is not None:
-        s.critic_elsewhere.close()
+    s.update.close()
     empty = interrupted and s.fresh and not RunFolder(s.run_dir).has_checkpoint()
     if interrupted and not empty:
         s.console.line(f"Continue it with: ppolab train --resume {s.run_dir}")
