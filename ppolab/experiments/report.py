@@ -91,6 +91,15 @@ def plot(
         ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.judged)})")
         ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
 
+    def finish(fig, axes, name: str, legend_at: str = "lower right", legend_size: int = 8) -> None:
+        for ax in axes:
+            ax.grid(alpha=0.3)
+            ax.legend(loc=legend_at, fontsize=legend_size)
+        save_figure(fig, out_dir / name)
+        plt.close(fig)
+        files.append(name)
+        progress and progress.advance()
+
     # fixed margins: constrained layout measured every label again and took half of each figure's time
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw=MARGINS)
     for i, c in enumerate(configs):
@@ -100,24 +109,13 @@ def plot(
     axes[1].set(xlabel="wall time (s)", ylabel="mean episode reward (training)", title="Against wall time")
     if fps_warning:  # the machine's load differed between runs: say so on the plot itself
         axes[1].set_title("Against wall time\n(throughput differed between runs: confounded by machine load)")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
-    save_figure(fig, out_dir / "learning_curves.png")
-    plt.close(fig)
-    files.append("learning_curves.png")
-    progress and progress.advance()
+    finish(fig, axes, "learning_curves.png")
 
     fig, ax = plt.subplots(figsize=(7, 4.5), gridspec_kw=MARGINS)
     for i, c in enumerate(configs):
         band(ax, c, i, _curves(c, "reward", evals=True))
     ax.set(xlabel="iteration", ylabel="eval reward (deterministic policy)", title="Evaluation")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    save_figure(fig, out_dir / "eval_reward.png")
-    plt.close(fig)
-    files.append("eval_reward.png")
-    progress and progress.advance()
+    finish(fig, [ax], "eval_reward.png")
 
     panels = [
         ("kl", "mean KL divergence", th.kl, "linear"),
@@ -135,12 +133,7 @@ def plot(
         ax.axhline(limit, color="crimson", linestyle="--", linewidth=1, label=f"threshold {limit:g}{where}")
         if where:  # a far-away threshold would squash the curves into a line: keep the data's own range
             ax.set_ylim(low, high)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize=7)
-    save_figure(fig, out_dir / "diagnostics.png")
-    plt.close(fig)
-    files.append("diagnostics.png")
-    progress and progress.advance()
+    finish(fig, axes.flat, "diagnostics.png", legend_at="best", legend_size=7)
     return files
 
 

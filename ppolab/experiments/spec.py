@@ -19,6 +19,7 @@ reported as `FILE:LINE: what is wrong; how to fix it`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -115,6 +116,16 @@ class Locator:
         line = self.lines.get(keys, 1)
         return UserError(f"{self.path}:{line}: {message}")
 
+    def invalid(self, exc: ValidationError, model_at: Callable[[tuple], type[BaseModel]]) -> UserError:
+        """The file's validation error as one line at its key: an unknown key with the nearest key of the
+        model that holds it (`model_at(the key's path)`), else the key's path and pydantic's message."""
+        err = first_problem(exc)
+        keys = err["loc"]
+        if err["type"] == "extra_forbidden":
+            hint = closest(str(keys[-1]), list(model_at(keys).model_fields))
+            return self.error(keys, f"unknown key '{keys[-1]}'{hint}")
+        return self.error(keys, f"{err['where']}: {err['msg']}")
+
 
 def closest(word: str, options: list[str]) -> str:
     return did_you_mean(word, options, cutoff=0.5)
@@ -149,17 +160,7 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
     try:
         spec = SweepSpec(**resolved)
     except ValidationError as exc:
-        err = first_problem(exc)
-        keys = err["loc"]
-        if err["type"] == "extra_forbidden":
-            model = {"metadata": Metadata, "runs": RunSpec}.get(str(keys[0]), SweepSpec)
-            if "resources" in map(str, keys[:-1]):
-                model = Resources
-            raise loc.error(
-                keys, f"unknown key '{keys[-1]}'{closest(str(keys[-1]), list(model.model_fields))}"
-            ) from None
-        where = ".".join(map(str, keys))
-        raise loc.error(keys, f"{where}: {err['msg']}") from None
+        raise loc.invalid(exc, _model_at) from None
     seen: dict[str, str] = {}
     for key, run in spec.runs.items():
         if run.name in seen:
@@ -170,6 +171,13 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
     _check_names(spec, loc)
     _check_train_keys(spec, loc)
     return spec
+
+
+def _model_at(keys: tuple) -> type[BaseModel]:
+    """The section of sweep.yaml that holds the key at `keys`."""
+    if "resources" in map(str, keys[:-1]):
+        return Resources
+    return {"metadata": Metadata, "runs": RunSpec}.get(str(keys[0]), SweepSpec)
 
 
 def _refuse_resolvers(node: Any, loc: Locator, keys: tuple) -> None:

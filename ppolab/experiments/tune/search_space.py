@@ -117,12 +117,7 @@ def load_space(path: Path, given: dict[str, Any], envs: list[str]) -> SearchSpac
     try:
         spec = SpaceFile(**raw)
     except ValidationError as exc:
-        err = first_problem(exc)
-        keys = err["loc"]
-        if err["type"] == "extra_forbidden":
-            hint = closest(str(keys[-1]), list(SpaceFile.model_fields))
-            raise loc.error(keys, f"unknown key '{keys[-1]}'{hint}") from None
-        raise loc.error(keys, f"{'.'.join(map(str, keys))}: {err['msg']}") from None
+        raise loc.invalid(exc, lambda _: SpaceFile) from None
     allowed = [k for k in TrainConfig.model_fields if k not in NOT_SEARCHED]
     searched: dict[str, FloatRange | IntRange | Choice] = {}
     fixed: dict[str, Any] = {}
