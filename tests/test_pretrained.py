@@ -54,14 +54,17 @@ def test_a_shipped_stepper_still_follows_the_plans_it_was_shipped_following(name
 
 
 def test_every_shipped_policy_carries_its_env_settings_in_full_and_is_small():
-    """So that a later change of an env's defaults does not change a shipped policy; and a clone stays light."""
+    """So that a later change of an env's defaults does not change a shipped policy, `--yaml pretrained/ENV/env.yaml`
+    (fine-tuning it, say) trains on the very env it was trained on; and a clone stays light."""
     import yaml
 
+    from ppolab.envs import env_config
     from ppolab.ppo.checkpoint import load
 
     for folder in (PRETRAINED / name for name in SHIPPED):
         meta = load(folder / "actor.pt")["meta"]
         assert meta["env_config"] == yaml.safe_load((folder / "env.yaml").read_text()), folder.name
+        assert env_config.resolve(meta["env"], str(folder / "env.yaml")) == meta["env_config"], folder.name
         assert (folder / "actor.pt").stat().st_size < 2_000_000, folder.name
         assert (folder / "checks.json").is_file(), folder.name
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import STATE_FILE, SweepState
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.ppo.run_folder import Records, RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table
 
@@ -70,8 +70,21 @@ def status_data(sweep_dir: Path, planned: list[PlannedRun], ask_slurm: bool = Tr
     return rows
 
 
+def check_label(records: Records) -> str | None:
+    """A run's behaviour checks (--check-every) in a few words: 'passed at 349', or the latest round's
+    first failing check, 'walk fails (at 200)'; None when the run is not checked."""
+    if not records.checks:
+        return None
+    if first := records.first_pass():
+        return f"passed at {first['iteration']}"
+    last = max(records.checks, key=lambda r: r["iteration"])
+    failed = [k.split(".")[0] for k, v in last.items() if k.count(".") == 1 and k.endswith(".passed") and not v]
+    return f"{failed[0] if failed else 'a check'} fails (at {last['iteration']})"
+
+
 def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr: int, now: dt.datetime) -> dict:
-    iters = RunFolder(sweep_dir / entry.get("run_dir", f"runs/{name}")).records().iterations
+    records = RunFolder(sweep_dir / entry.get("run_dir", f"runs/{name}")).records()
+    iters = records.iterations
     done_itr = iters[-1]["iteration"] + 1 if iters else 0
     started, ended = _parse_time(entry.get("started")), _parse_time(entry.get("ended"))
     run_state = state.effective_state(name)
@@ -84,22 +97,25 @@ def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr:
         "iteration": done_itr,
         "elapsed_s": ((ended or now) - started).total_seconds() if started else None, "eta_s": eta,
         "latest_reward": latest, "attempts": entry.get("attempts", 0), "ray_worker": entry.get("ray_worker"),
-        "s_per_iteration": iters[-1]["total_time"] / done_itr if done_itr else None,
+        "s_per_iteration": iters[-1]["total_time"] / done_itr if done_itr else None, "checks": check_label(records),
     }  # fmt: skip
 
 
 def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
     rows = status_data(sweep_dir, planned)
     slurm, ray = any("slurm_task" in r for r in rows), any(r.get("ray_worker") for r in rows)
+    checked = any(r.get("checks") for r in rows)
     cells = []
     for r in rows:
         label = r["state"] + (f" ({r['reason']})" if r["reason"] else "")
         latest = f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-"
-        extra = ([r.get("slurm_task", "-")] if slurm else []) + ([r.get("ray_worker") or "-"] if ray else [])
+        extra = ([r.get("checks") or "-"] if checked else []) + ([r.get("slurm_task", "-")] if slurm else [])
+        extra += [r.get("ray_worker") or "-"] if ray else []
         cells.append([str(r["run"]), r["name"], label, f"{r['iteration']}/{r['n_itr']}", duration(r["elapsed_s"]),
                       duration(r["eta_s"]), latest, *extra])  # fmt: skip
     header = ["Run", "Name", "State", "Iteration", "Elapsed", "ETA", "Latest Reward"]
-    head = table(header + (["Slurm"] if slurm else []) + (["Ray worker"] if ray else []), cells)
+    header += (["Checks"] if checked else []) + (["Slurm"] if slurm else []) + (["Ray worker"] if ray else [])
+    head = table(header, cells)
     return head + "\n" + sweep_line(rows)
 
 

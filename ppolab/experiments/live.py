@@ -46,9 +46,10 @@ def run_line(r: dict, total: int) -> str:
     reward = f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-"
     fps = f"{r['fps']:,.0f}" if r.get("fps") else "-"
     share = f" ({100 * r['iteration'] // max(1, r['n_itr'])}%)"
+    checks = f", checks: {r['checks']}" if r.get("checks") else ""
     return (
         f"Run {r['run']}/{total} {r['name']}: iteration {r['iteration']}/{r['n_itr']}{share}, reward {reward}, "
-        f"{fps} steps/s, ETA {duration(r['eta_s'])}"
+        f"{fps} steps/s, ETA {duration(r['eta_s'])}{checks}"
     )
 
 
@@ -61,13 +62,15 @@ def render(snap: dict):
 
     total = len(snap["rows"])
     grid = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("Run", "Name", "Progress", "Iteration", "Reward", "Steps/s", "ETA"):
-        grid.add_column(col, justify="left" if col in ("Name", "Progress") else "right")
+    checked = any(r.get("checks") for r in snap["active"])
+    for col in ("Run", "Name", "Progress", "Iteration", "Reward", "Steps/s", "ETA", *(["Checks"] if checked else [])):
+        grid.add_column(col, justify="left" if col in ("Name", "Progress", "Checks") else "right")
     for r in snap["active"]:
         grid.add_row(
             f"{r['run']}/{total}", r["name"], ProgressBar(total=max(1, r["n_itr"]), completed=r["iteration"], width=24),
             f"{r['iteration']}/{r['n_itr']}", f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-",
             f"{r['fps']:,.0f}" if r.get("fps") else "-", duration(r["eta_s"]),
+            *([r.get("checks") or "-"] if checked else []),
         )  # fmt: skip
     parts = [grid] if snap["active"] else [Text("No run under way.", style="dim")]
     parts.append(Text(snap["sweep"], style="bold"))

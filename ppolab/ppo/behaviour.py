@@ -20,12 +20,19 @@ and run for horizons longer than training's episodes, with the policy's mean act
 - footsteps (NAME_step): every plan type (forward, backward, lateral, curved, standing) on flat ground
   for 400 steps: every env stays up and hits at least 80% of its plan's targets;
 - push (h1): standing for 10 s under random pushes: every env stays up.
+
+A policy is checked from a file (a run folder, pretrained/ENV, an actor .pt) or, during training
+(`ppolab train --check-every N`), from the trainer's actor in memory: a `Subject` either way. There,
+`checks(..., gate=True)` runs the cheapest first and ends a round at its first failure, so that a policy
+still falling costs one 10 s walk and the 90 s of straightness are paid only by one that walks, stands
+and turns.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,35 +42,54 @@ from ppolab.envs.walk import FORWARD, IN_PLACE, STANDING
 from ppolab.ppo.playback import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import CHECK_STREAM, slot_rng
-from ppolab.ppo.sampling_policy import SamplingPolicy
+from ppolab.ppo.sampling_policy import SamplingParams, SamplingPolicy
 
 START_NOISE = 0.02  # rad on each leg angle at the start, at least (1.5 x training's): states training never began from
 DRIFT_DEG = 5.0
 MAX_REDRAWS = 20  # a start state whose legs touch is drawn again (the episode would end at its first step)
 
 
-def _start(path: Path, n: int, overrides: dict | None = None, stream_slot: int = 0):
+class Subject(NamedTuple):
+    """A policy to check: its env, the env settings it was trained with, its weights as the sampler runs them."""
+
+    env: str
+    env_config: dict | None
+    params: SamplingParams
+
+    @classmethod
+    def of(cls, policy: Subject | Path | str) -> Subject:
+        """The subject itself, or the one saved at a path (a run folder, pretrained/ENV, an actor .pt)."""
+        if isinstance(policy, Subject):
+            return policy
+        actor, meta = load_actor(Path(policy))
+        return cls(meta["env"], meta.get("env_config"), sampling_params(actor))
+
+
+Policy = Subject | Path | str
+
+
+def _start(policy: Policy, n: int, overrides: dict | None = None, stream_slot: int = 0):
     """The policy's env from unseen start states: the check's own random stream, any heading, noisy legs."""
-    actor, meta = load_actor(path)
-    cfg = {**(meta.get("env_config") or {}), **(overrides or {})}
-    env = make_env(meta["env"], n, cfg)
+    subject = Subject.of(policy)
+    cfg = {**(subject.env_config or {}), **(overrides or {})}
+    env = make_env(subject.env, n, cfg)
     if "init_yaw" in type(env.cfg).model_fields:
         noise = max(1.5 * env.cfg.init_joint_noise, START_NOISE)
-        env = make_env(meta["env"], n, {**cfg, "init_yaw": (-math.pi, math.pi), "init_joint_noise": noise})
+        env = make_env(subject.env, n, {**cfg, "init_yaw": (-math.pi, math.pi), "init_joint_noise": noise})
     for i in range(n):
         env.reset_one(i, slot_rng(0, CHECK_STREAM, stream_slot, i))
         for k in range(1, MAX_REDRAWS + 1):  # legs drawn into each other: not a state a robot starts from
             if not env.batch.self_contact[i]:
                 break
             env.reset_one(i, slot_rng(0, CHECK_STREAM, stream_slot, i + k * n))
-    return env, SamplingPolicy(sampling_params(actor))
+    return env, SamplingPolicy(subject.params)
 
 
-def _run(env, policy, steps: int, each=None) -> np.ndarray:
+def _run(env, actor, steps: int, each=None) -> np.ndarray:
     """Step with the mean action (`each(env)` after every step); which envs stayed up."""
     alive = np.ones(env.num_envs, bool)
     for _ in range(steps):
-        _, _, terminated = env.step(policy(env.observe()))
+        _, _, terminated = env.step(actor(env.observe()))
         alive &= ~terminated
         if each:
             each(env)
@@ -86,14 +112,14 @@ def _heading(env) -> np.ndarray:
     return yaw(env.batch.qpos[:, 3:7])
 
 
-def walk(path: Path, speed: float | None = None, seconds: float = 10.0, n: int = 8) -> dict:
-    env, policy = _start(path, n)
+def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: int = 8) -> dict:
+    env, actor = _start(policy, n)
     speed = round(0.75 * env.cfg.forward_speed[1], 3) if speed is None else speed
     env.set_command(FORWARD, vx=speed)
     steps = round(seconds / env.cfg.control_dt)
     start, heading = env.batch.qpos[:, :2].copy(), _heading(env)
     contact: list[np.ndarray] = []
-    alive = _run(env, policy, steps, lambda e: contact.append(e.foot_contact()))
+    alive = _run(env, actor, steps, lambda e: contact.append(e.foot_contact()))
     moved = env.batch.qpos[:, :2] - start
     forward = moved[:, 0] * np.cos(heading) + moved[:, 1] * np.sin(heading)
     touchdowns, alternating = _touchdowns(contact)
@@ -112,8 +138,8 @@ def walk(path: Path, speed: float | None = None, seconds: float = 10.0, n: int =
     return out
 
 
-def _straight_at(path: Path, speed: float, seconds: float, n: int, slot: int) -> dict:
-    env, policy = _start(path, n, stream_slot=slot)
+def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int) -> dict:
+    env, actor = _start(policy, n, stream_slot=slot)
     env.set_command(FORWARD, vx=speed)
     window = round(10.0 / env.cfg.control_dt)
     steps = round(seconds / env.cfg.control_dt)
@@ -135,7 +161,7 @@ def _straight_at(path: Path, speed: float, seconds: float, n: int, slot: int) ->
         if count % window == 0:
             marks.append(unwrapped.copy())
 
-    alive = _run(env, policy, steps, each)
+    alive = _run(env, actor, steps, each)
     if count % window:
         marks.append(unwrapped.copy())  # the last, shorter window counts as a whole one: stricter
     moved = env.batch.qpos[:, :2] - start
@@ -156,21 +182,26 @@ def _straight_at(path: Path, speed: float, seconds: float, n: int, slot: int) ->
     return out
 
 
-def straight(path: Path, seconds: float = 30.0, n: int = 8) -> dict:
-    """Forward at three speeds across the command range (its sixths: 1/6, 1/2, 5/6), `seconds` each."""
-    _, meta = load_actor(path)
-    env = make_env(meta["env"], 1, meta.get("env_config"))
+def straight(policy: Policy, seconds: float = 30.0, n: int = 8, gate: bool = False) -> dict:
+    """Forward at three speeds across the command range (its sixths: 1/6, 1/2, 5/6), `seconds` each; with
+    `gate`, the speeds after the first that fails are not run."""
+    subject = Subject.of(policy)
+    env = make_env(subject.env, 1, subject.env_config)
     lo, hi = env.cfg.forward_speed
     speeds = [round(lo + (hi - lo) * f, 3) for f in (1 / 6, 1 / 2, 5 / 6)]
-    runs = [_straight_at(path, v, seconds, n, slot) for slot, v in enumerate(speeds, start=1)]
-    return {"speeds": runs, "passed": all(r["passed"] for r in runs)}
+    runs = []
+    for slot, v in enumerate(speeds, start=1):
+        runs.append(_straight_at(subject, v, seconds, n, slot))
+        if gate and not runs[-1]["passed"]:
+            break
+    return {"speeds": runs, "passed": len(runs) == len(speeds) and all(r["passed"] for r in runs)}
 
 
-def stand(path: Path, seconds: float = 10.0, n: int = 8) -> dict:
-    env, policy = _start(path, n)
+def stand(policy: Policy, seconds: float = 10.0, n: int = 8) -> dict:
+    env, actor = _start(policy, n)
     env.set_command(STANDING)
     start, heading0 = env.batch.qpos[:, :2].copy(), _heading(env)
-    alive = _run(env, policy, round(seconds / env.cfg.control_dt))
+    alive = _run(env, actor, round(seconds / env.cfg.control_dt))
     drift = np.linalg.norm(env.batch.qpos[:, :2] - start, axis=1)
     turned = np.degrees(np.abs(np.angle(np.exp(1j * (_heading(env) - heading0)))))
     out = {"seconds": seconds, "still_up": int(alive.sum()), "max_drift_m": round(float(drift.max()), 3),
@@ -179,8 +210,8 @@ def stand(path: Path, seconds: float = 10.0, n: int = 8) -> dict:
     return out
 
 
-def turn(path: Path, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> dict:
-    env, policy = _start(path, n)
+def turn(policy: Policy, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> dict:
+    env, actor = _start(policy, n)
     signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)  # half turn left, half right
     env.set_command(IN_PLACE)
     env.rate[:] = signs * rate
@@ -192,7 +223,7 @@ def turn(path: Path, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> di
         turned[:] += np.angle(np.exp(1j * (now - last)))  # unwrapped heading change
         last = now
 
-    alive = _run(env, policy, round(seconds / env.cfg.control_dt), each)
+    alive = _run(env, actor, round(seconds / env.cfg.control_dt), each)
     share = turned * signs / (rate * seconds)
     out = {"rate": rate, "seconds": seconds, "still_up": int(alive.sum()),
            "min_turn_share": round(float(share.min()), 2), "max_turn_share": round(float(share.max()), 2)}  # fmt: skip
@@ -200,40 +231,78 @@ def turn(path: Path, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> di
     return out
 
 
-def footsteps(path: Path, steps: int = 400, n: int = 8) -> dict:
+def footsteps(policy: Policy, steps: int = 400, n: int = 8, gate: bool = False) -> dict:
     """Every plan type on flat ground, `n` envs each, for `steps`. A target is hit when the env counts it
-    reached (a sole held within its radius, then the next target follows)."""
+    reached (a sole held within its radius, then the next target follows). With `gate`, the plans after the
+    first that fails are not run."""
     from ppolab.envs.step import N_STEPS, PLANS
 
-    plans, passed = {}, True
+    plans = {}
     for slot, plan in enumerate(PLANS):
         probs = [1.0 if p == plan else 0.0 for p in PLANS]
-        env, policy = _start(path, n, {"plan_probs": probs, "stair_ramp_start": 10**9}, stream_slot=slot)
-        alive = _run(env, policy, steps)
+        env, actor = _start(policy, n, {"plan_probs": probs, "stair_ramp_start": 10**9}, stream_slot=slot)
+        alive = _run(env, actor, steps)
         hits = env.target.copy()
         plans[plan] = {"still_up": int(alive.sum()), "targets_hit": [int(h) for h in hits],
                        "min_share": round(float(hits.min() / N_STEPS), 2)}  # fmt: skip
         plans[plan]["passed"] = bool(alive.all() and hits.min() >= 0.8 * N_STEPS)
-        passed &= plans[plan]["passed"]
+        if gate and not plans[plan]["passed"]:
+            break
+    passed = len(plans) == len(PLANS) and all(p["passed"] for p in plans.values())
     return {"steps": steps, "envs_per_plan": n, "targets_per_plan": N_STEPS, "plans": plans, "passed": passed,
             "min_share": min(p["min_share"] for p in plans.values())}  # fmt: skip
 
 
-def push(path: Path, seconds: float = 10.0, n: int = 8) -> dict:
+def push(policy: Policy, seconds: float = 10.0, n: int = 8) -> dict:
     """Standing under pushes (the env's randomisation on: pushes, masses, friction)."""
-    env, policy = _start(path, n, {"randomization": {"enabled": True}})
-    alive = _run(env, policy, round(seconds / env.cfg.control_dt))
+    env, actor = _start(policy, n, {"randomization": {"enabled": True}})
+    alive = _run(env, actor, round(seconds / env.cfg.control_dt))
     out = {"seconds": seconds, "push_force_n": env.cfg.randomization.push_force, "still_up": int(alive.sum())}
     out["passed"] = bool(alive.all())
     return out
 
 
-def checks(env: str, path: Path) -> dict:
-    """Every behaviour check of the env's kind on the policy at `path` (run folder, pretrained folder, actor)."""
-    if env.endswith("_walk"):
-        return {"walk": walk(path), "straight": straight(path), "stand": stand(path), "turn": turn(path)}
-    if env.endswith("_step"):
-        return {"footsteps": footsteps(path)}
-    if env == "h1":
-        return {"push": push(path)}
-    return {}
+CHECKS = {  # an env kind's checks, cheapest first (the order a gated round runs them in)
+    "_walk": {"walk": walk, "stand": stand, "turn": turn, "straight": straight},
+    "_step": {"footsteps": footsteps},
+    "h1": {"push": push},
+}
+GATED = ("straight", "footsteps")  # checks that stop at their first failing part when gated
+
+
+def checks_of(env: str) -> dict:
+    """The checks of an env's kind, by name ({} for an env with none, such as cartpole)."""
+    return next((c for kind, c in CHECKS.items() if env == kind or (kind[0] == "_" and env.endswith(kind))), {})
+
+
+def checks(env: str, policy: Policy, gate: bool = False) -> dict:
+    """Every behaviour check of the env's kind on the policy (a Subject, run folder, pretrained folder or actor).
+    With `gate`, the round ends at the first check that fails: the later ones are not run (and not in the result)."""
+    subject, out = Subject.of(policy), {}
+    for name, check in checks_of(env).items():
+        out[name] = check(subject, gate=True) if gate and name in GATED else check(subject)
+        if gate and not out[name]["passed"]:
+            break
+    return out
+
+
+def all_passed(env: str, result: dict) -> bool:
+    """Every check of the env's kind ran and passed (a gated round that stopped early did not pass)."""
+    names = checks_of(env)
+    return bool(names) and all(name in result and result[name]["passed"] for name in names)
+
+
+def flat_figures(result: dict, prefix: str = "") -> dict[str, float]:
+    """A check result's numbers as one flat mapping ("walk.passed": 1.0, "straight.speeds.0.speed_m_s": 0.28):
+    what metrics.jsonl and TensorBoard take. Lists of numbers (per-env figures) are left out."""
+    out: dict[str, float] = {}
+    for key, value in result.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out |= flat_figures(value, f"{name}.")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):
+                out |= flat_figures(item, f"{name}.{i}.")
+        elif isinstance(value, bool | int | float):
+            out[name] = float(value)
+    return out

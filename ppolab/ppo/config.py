@@ -61,6 +61,15 @@ class TrainConfig(BaseModel):
     eval_freq: int = Field(
         100, gt=0, le=10**9, description="evaluate and checkpoint every N iterations (and at 0 and the end)"
     )
+    check_every: int = Field(
+        0, ge=0, le=10**9,
+        description="run the env's behaviour checks (walk, stand, turn and straightness; footsteps; pushes) on the "
+        "current policy every N iterations and at the end: pass/fail and figures in metrics.jsonl, TensorBoard and "
+        "the console (0: never). A round ends at its first failing check, so it costs little until the policy walks",
+    )  # fmt: skip
+    stop_on_pass: bool = Field(
+        False, description="end the run at the first round of checks that passes (with --check-every)"
+    )
     eval_episodes: int = Field(10, gt=0, le=MAX_EPISODES, description="deterministic episodes per evaluation")
     seed: int | None = Field(
         None, ge=0, le=MAX_SEED, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
@@ -159,6 +168,17 @@ class TrainConfig(BaseModel):
     @property
     def num_slots(self) -> int:
         return self.num_procs * self.num_envs_per_worker
+
+    @model_validator(mode="after")
+    def _checks_asked_of_a_checked_env(self) -> TrainConfig:
+        if self.stop_on_pass and not self.check_every:
+            raise ValueError("--stop-on-pass needs --check-every N (how often to run the checks)")
+        if self.check_every:
+            from ppolab.ppo.behaviour import checks_of
+
+            if not checks_of(self.env):
+                raise ValueError(f"--check-every: {self.env} has no behaviour checks (NAME_walk, NAME_step and h1 do)")
+        return self
 
     @model_validator(mode="after")
     def _minibatch_fits(self) -> TrainConfig:

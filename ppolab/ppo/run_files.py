@@ -5,7 +5,9 @@
 - `run.json`: versions, git commit (and `git.diff` beside it if the tree was dirty), host, start time, argv;
 - `metrics.jsonl`: one JSON object per line, `{"type": "iteration", ...}` for every
   iteration (the table's metrics in snake_case plus timings and step counts) and
-  `{"type": "eval", "iteration", "reward", "length", "time"}` for every evaluation;
+  `{"type": "eval", "iteration", "reward", "length", "time"}` for every evaluation, and
+  `{"type": "check", "iteration", "passed", "total_steps", "total_time", "seconds", ...}` for every round of
+  behaviour checks (`--check-every`; its figures flat, "walk.passed", "stand.max_drift_m");
 - `train.log`: a copy of the console output;
 - TensorBoard event files (`events.out.tfevents.*`).
 """
@@ -255,6 +257,12 @@ class MetricsLog:
     def evaluation(self, rec: dict) -> None:
         self.written.append({"type": "eval", **rec})
         self._record({"type": "eval", **rec}, {"eval/reward": rec["reward"], "eval/length": rec["length"]})
+
+    def check(self, rec: dict) -> None:
+        """A round of behaviour checks; TensorBoard gets its pass (1 or 0), its cost and every figure."""
+        self.written.append({"type": "check", **rec})
+        skip = ("iteration", "total_steps", "total_time")
+        self._record({"type": "check", **rec}, {f"checks/{k}": v for k, v in rec.items() if k not in skip})
 
     def _record(self, rec: dict, scalars: dict[str, float]) -> None:
         """One record to every sink, with Ctrl-C/SIGTERM held until it is written. Why: TensorBoard's writer

@@ -12,11 +12,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-METRICS = "metrics.jsonl"  # one JSON record per iteration and per evaluation
+METRICS = "metrics.jsonl"  # one JSON record per iteration, per evaluation and per round of behaviour checks
 LAST = "last.pt"  # everything --resume needs, rewritten every iteration
 MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside or removes
 CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"
-REQUIRED = {"iteration": ("mean_eprew", "mean_eplen"), "eval": ("reward", "length")}  # what every reader uses
+REQUIRED = {  # what every reader uses, by record type
+    "iteration": ("mean_eprew", "mean_eplen"),
+    "eval": ("reward", "length"),
+    "check": ("passed", "total_steps", "total_time"),  # --check-every: a round of behaviour checks
+}
 
 
 def is_record(rec: object) -> bool:
@@ -47,10 +51,12 @@ def parse_line(line: str) -> dict | None:
 
 @dataclass
 class Records:
-    """A run's metrics records: iterations in order, evaluations, and how many lines were not records."""
+    """A run's metrics records: iterations in order, evaluations, rounds of behaviour checks, and how many
+    lines were not records."""
 
     iterations: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)
     skipped: int = 0
 
     def add(self, line: str) -> None:
@@ -58,7 +64,11 @@ class Records:
         if rec is None:
             self.skipped += bool(line.strip())
         else:
-            (self.evals if rec["type"] == "eval" else self.iterations).append(rec)
+            {"eval": self.evals, "check": self.checks}.get(rec["type"], self.iterations).append(rec)
+
+    def first_pass(self) -> dict | None:
+        """The first round of checks that passed, or None (never checked, or never passed: censored)."""
+        return next((r for r in sorted(self.checks, key=lambda r: r["iteration"]) if r["passed"]), None)
 
 
 def read_records(path: Path) -> Records:

@@ -18,8 +18,8 @@ import torch
 from ppolab.envs import env_config, make_env
 from ppolab.envs.protocol import BatchEnv
 from ppolab.errors import NoSpace, UserError
+from ppolab.ppo import checking, fused_step
 from ppolab.ppo import checkpoint as ckpt
-from ppolab.ppo import fused_step
 from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
@@ -191,6 +191,7 @@ class Session:
     best: tuple[float, int] | None = None
     fresh: bool = True  # a new run folder, not a resumed one
     mirror: MirrorMaps | None = None  # the mirror loss's action map (None: no mirror loss)
+    check_time: float = 0.0  # seconds spent in behaviour checks (--check-every), resumed runs included
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -230,7 +231,12 @@ def train(
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
                 evaluate_and_save(s, itr)
+            passed = checking.due(cfg.check_every, itr, cfg.n_itr) and check_round(s, itr)
             save_last(s, itr)
+            if passed and cfg.stop_on_pass:
+                s.console.line(f"Stopping at iteration {itr}: every check passed (--stop-on-pass), after "
+                               f"{s.total_steps:,} env steps and {s.elapsed / 60:.1f} min")  # fmt: skip
+                break
     except KeyboardInterrupt:
         interrupted = True
     except OSError as exc:
@@ -307,12 +313,13 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         if resume_dir is None:
             metrics.describe(cfg)
         eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
+        check_time = sum(r.get("seconds") or 0.0 for r in RunFolder(run_dir).records().checks)
         return Session(
             cfg=cfg, seed=cfg.seed, device=device, probe=probe, env_overrides=env_overrides, actor=actor,
             critic=critic, optimizer=optimizer, sampler=sampler, run_dir=run_dir, console=console,
             log_file=log_file, metrics=metrics, eval_env=eval_env, update=update, start_itr=point.start_itr,
             total_steps=point.total_steps, prior_time=point.prior_time, best=point.best, fresh=resume_dir is None,
-            mirror=mirror,
+            mirror=mirror, check_time=check_time,
         )  # fmt: skip
     except BaseException:
         sampler.close()
@@ -413,18 +420,35 @@ def evaluate_and_save(s: Session, itr: int) -> None:
     te = time.perf_counter()
     rets, lens = evaluate(s.eval_env, sampling_params(s.actor), seed=s.seed, steps=s.cfg.max_traj_len)
     reward, length = float(rets.mean()), float(lens.mean())
-    for kind, net in (("actor", s.actor), ("critic", s.critic)):
-        path = s.run_dir / f"{kind}_{itr}.pt"
-        ckpt.save_policy(path, net, policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides))
-        s.console.line(f"Saved {kind} at {path}")
+    save_pair(s, itr, reward)
     if s.best is None or reward > s.best[0]:
         s.best = (reward, itr)
-        for kind, net in (("actor", s.actor), ("critic", s.critic)):
-            meta = policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides)
-            ckpt.save_policy(s.run_dir / f"{kind}.pt", net, meta)
+        save_pair(s, itr, reward, best=True)
     seconds = time.perf_counter() - te
     s.console.evaluation(length, reward, seconds)
     s.metrics.evaluation({"iteration": itr, "reward": reward, "length": length, "time": seconds})
+
+
+def save_pair(s: Session, itr: int, reward: float | None, best: bool = False) -> None:
+    """actor_<itr>.pt and critic_<itr>.pt (`best`: actor.pt and critic.pt), with the metadata to replay them."""
+    for kind, net in (("actor", s.actor), ("critic", s.critic)):
+        path = s.run_dir / (f"{kind}.pt" if best else f"{kind}_{itr}.pt")
+        ckpt.save_policy(path, net, policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides))
+        if not best:
+            s.console.line(f"Saved {kind} at {path}")
+
+
+def check_round(s: Session, itr: int) -> bool:
+    """The env's behaviour checks on the current actor (--check-every): recorded, shown, and the actor kept
+    as actor_<itr>.pt when it passes. True if every check passed."""
+    r = checking.run_round(s.cfg.env, s.env_overrides, sampling_params(s.actor))
+    s.check_time += r.seconds
+    total = s.elapsed
+    s.metrics.check({"iteration": itr, **r.record(s.total_steps, total, s.check_time)})
+    s.console.line(checking.console_line(itr, r, s.total_steps, s.check_time, total))
+    if r.passed and not RunFolder(s.run_dir).actor(itr).is_file():
+        save_pair(s, itr, None)
+    return r.passed
 
 
 def save_last(s: Session, itr: int) -> None:

@@ -1,0 +1,75 @@
+"""Behaviour checks as a training metric: `ppolab train --check-every N [--stop-on-pass]`."""
+
+from __future__ import annotations
+
+from conftest import REPO, only_run_dir, read_metrics, run_ppolab, without_timings
+
+SMALL = ["--num-procs", "2", "--max-traj-len", "40", "--minibatch-size", "40", "--eval-freq", "100",
+         "--eval-episodes", "1"]  # fmt: skip
+
+
+def test_checks_are_recorded_each_round_and_leave_the_training_itself_unchanged(tmp_path):
+    """A fresh jvrc_walk policy falls: each round stops at its first check (walk), the later ones are not run.
+    The training's own records are those of the same run without checks (the checks have their own stream)."""
+    common = ["train", "--env", "jvrc_walk", *SMALL, "--n-itr", "2", "--seed", "3"]
+    checked = run_ppolab(*common, "--check-every", "1", "--logdir", str(tmp_path / "checked"))
+    plain = run_ppolab(*common, "--logdir", str(tmp_path / "plain"))
+    assert checked.returncode == 0 and plain.returncode == 0, checked.stderr + plain.stderr
+    recs = read_metrics(only_run_dir(tmp_path / "checked"))
+    rounds = [r for r in recs if r["type"] == "check"]
+    assert [r["iteration"] for r in rounds] == [0, 1]
+    for r in rounds:
+        assert r["passed"] == 0 and r["walk.passed"] == 0 and "stand.passed" not in r, r
+        assert r["seconds"] > 0 and 0 < r["check_share"] < 1 and r["total_steps"] > 0, r
+    trained = [r for r in recs if r["type"] != "check"]
+    assert without_timings(trained) == without_timings(read_metrics(only_run_dir(tmp_path / "plain")))
+    assert "Checks at iteration 1" in checked.stdout and "walk FAILED, stand not run" in checked.stdout
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(only_run_dir(tmp_path / "checked")))
+    acc.Reload()
+    assert [e.value for e in acc.Scalars("checks/passed")] == [0.0, 0.0]
+    assert "checks/walk.distance_share" in acc.Tags()["scalars"]
+
+
+def test_stop_on_pass_ends_the_run_at_its_first_passing_round_and_keeps_that_policy(tmp_path):
+    """The shipped t1_walk, fine-tuned at a negligible learning rate on its own env, passes at the first round."""
+    shipped = REPO / "pretrained" / "t1_walk"
+    proc = run_ppolab(
+        "train", "--env", "t1_walk", *SMALL, "--n-itr", "6", "--seed", "1", "--lr", "1e-9", "--check-every", "2",
+        "--stop-on-pass", "--continued", str(shipped), "--yaml", str(shipped / "env.yaml"),
+        "--logdir", str(tmp_path), timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = only_run_dir(tmp_path)
+    recs = read_metrics(run)
+    assert max(r["iteration"] for r in recs if r["type"] == "iteration") == 1  # stopped after the round at 1
+    (check,) = [r for r in recs if r["type"] == "check"]
+    assert check["passed"] == 1 and all(check[f"{c}.passed"] == 1 for c in ("walk", "stand", "turn", "straight"))
+    assert "Stopping at iteration 1: every check passed" in proc.stdout
+    assert (run / "actor_1.pt").is_file()  # the policy that passed, to play or ship
+
+
+def test_check_flags_that_cannot_work_are_refused_in_one_line(tmp_path):
+    for args, says in (
+        (["--env", "jvrc_walk", "--stop-on-pass"], "--stop-on-pass needs --check-every"),
+        (["--env", "cartpole", "--check-every", "10"], "cartpole has no behaviour checks"),
+    ):
+        proc = run_ppolab("train", *args, "--logdir", str(tmp_path))
+        assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_sweep_shows_each_run_s_latest_checks_in_a_few_words():
+    from ppolab.experiments.display import check_label
+    from ppolab.ppo.run_folder import Records
+
+    def check(itr, passed, **figures):
+        return {"type": "check", "iteration": itr, "passed": passed, "total_steps": 1, "total_time": 1.0, **figures}
+
+    assert check_label(Records()) is None  # not checked: no column
+    failing = Records(checks=[check(49, 0, **{"walk.passed": 1, "stand.passed": 0, "straight.speeds.0.passed": 0})])
+    assert check_label(failing) == "stand fails (at 49)"
+    failing.checks += [check(99, 1), check(149, 0, **{"walk.passed": 0})]
+    assert check_label(failing) == "passed at 99"  # the first pass is the run's time to pass
