@@ -82,6 +82,10 @@ def to_text(results: list[tuple[str, RunSummary]]) -> str:
             "Evals: " + (", ".join(f"{e['iteration']}: {_num(e['reward'])}" for e in s.evals) or "-"),
             "Stable: yes" if s.stable else "Stable: no",
         ]
+        if (p := s.time_to_pass) is not None:
+            when = f"{p['seconds'] / 60:.1f} min, {p['env_steps']:,} env steps, iteration {p['iteration']}"
+            lines.append(f"Checks: passed after {when}" if p["passed"] else
+                         f"Checks: not passed in {p['rounds']} rounds (censored at {when})")  # fmt: skip
         for a in s.anomalies:
             lines.append(f"  - {a['rule']}: {a['count']} iterations from {a['first_iteration']}: {a['detail']}")
         blocks.append("\n".join(lines))

@@ -37,6 +37,18 @@ from ppolab.analysis.stats import (
     welch,
 )
 from ppolab.analysis.summary import RunSummary, summarize
+from ppolab.analysis.time_to_pass import (
+    PASS_METRICS,
+    Group,
+    Passing,
+    PassMetric,
+    describe_pass_test,
+    fmt_value,
+    km_median,
+    outcome,
+    pass_tests,
+    solve_rate,
+)
 from ppolab.errors import UserError
 from ppolab.ppo.run_files import read_config
 from ppolab.ppo.run_folder import RunFolder
@@ -76,6 +88,10 @@ class Run:
         s = self.summary
         return s.final_mean_reward if s and s.final_mean_reward is not None else math.nan
 
+    def passing(self, metric: PassMetric) -> Passing | None:
+        """When its checks first passed, or where it is censored; None for a run never checked."""
+        return outcome(self.summary.time_to_pass if self.summary else None, metric)
+
 
 @dataclass
 class Configuration:
@@ -91,6 +107,11 @@ class Configuration:
     def scores(self) -> np.ndarray:
         return np.array([r.score for r in self.judged])
 
+    def passing(self, metric: PassMetric) -> Group:
+        """The finished runs that were checked, as passed or censored."""
+        runs = [r.passing(metric) for r in self.runs if r.finished]
+        return Group(self.label, [p for p in runs if p is not None])
+
 
 def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
     planned = cfg.get("n_itr")
@@ -99,7 +120,8 @@ def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
         return f"{state} after {done} of {planned} iterations"
     if summary is None:
         return "no completed iteration"
-    if isinstance(planned, int) and done < planned:
+    passed = summary.time_to_pass is not None and summary.time_to_pass["passed"]
+    if isinstance(planned, int) and done < planned and not (passed and cfg.get("stop_on_pass")):
         return f"stopped at iteration {done} of {planned}"
     return "finished"
 
@@ -158,7 +180,16 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
+def _passed_cell(r: Run) -> str:
+    p = r.summary.time_to_pass if r.summary else None
+    if p is None:
+        return "-"
+    when = f"{p['seconds'] / 60:.1f} min, {p['env_steps'] / 1e6:.2f} M steps"
+    return when if p["passed"] else f"no (checked to {when})"
+
+
 def table(runs: list[Run], control: dict) -> str:
+    checked = any(r.summary and r.summary.time_to_pass for r in runs)
     rows = []
     for r in runs:
         s = r.summary
@@ -169,10 +200,10 @@ def table(runs: list[Run], control: dict) -> str:
         peak_iter = "-" if s is None or s.peak_eval_iteration is None else str(s.peak_eval_iteration)
         final = _fmt(s.final_mean_reward) if s else "-"
         peak = _fmt(s.peak_eval_reward) if s else "-"
-        rows.append([name, final, peak, peak_iter, stable, d])
-    return tables.table(
-        ["Run", "Final Reward", "Peak Eval Reward", "Peak Iter", "Stable?", "Key Hyperparam Diffs"], rows
-    )
+        rows.append([name, final, peak, peak_iter, *([_passed_cell(r)] if checked else []), stable, d])
+    header = ["Run", "Final Reward", "Peak Eval Reward", "Peak Iter", *(["Passed Checks"] if checked else []),
+              "Stable?", "Key Hyperparam Diffs"]  # fmt: skip
+    return tables.table(header, rows)
 
 
 @dataclass
@@ -275,6 +306,22 @@ def seed_statistics(configs: list[Configuration], margin: float, margin_text: st
     return "\n".join(lines), [describe_test(t, control, margin_text, len(ts)) for t in ts]
 
 
+def passing_statistics(configs: list[Configuration], metric: PassMetric) -> tuple[str, list[str]]:
+    """Per configuration: runs checked, solve rate, Kaplan-Meier median; one statement per treatment."""
+    groups = [c.passing(metric) for c in configs]
+    what = "time" if metric == "time_to_pass" else "env steps"
+    header = ["Configuration", "Checked runs", "Passed (solve rate)", f"Median {what} to pass (Kaplan-Meier)"]
+    lines = [
+        tables.table(header, [g.describe(metric) for g in groups]),
+        "",
+        "A run that never passed is censored at its last round of checks (it passes later, if ever), not dropped. "
+        "Solve rates: Clopper-Pearson intervals, compared by Fisher's exact test. Times: the log-rank statistic "
+        "with a permutation p-value (exact over every assignment of runs to the two sides up to 1,000 of them).",
+    ]
+    ts = pass_tests(groups)
+    return "\n".join(lines), [describe_pass_test(t, groups[0], metric, len(ts)) for t in ts]
+
+
 def parameter_effects(configs: list[Configuration]) -> list[tuple[str, dict, float]]:
     """For each parameter that varies: mean final reward per value (estimates), and their spread."""
 
@@ -354,7 +401,7 @@ def _seed_advice(configs: list[Configuration], ts: list[Test], margin: float, ma
     return [f"run about {n} seeds per configuration {assumption} (this sweep ran {have})."]
 
 
-def recommendations(configs, runs, ts, margin, margin_text) -> list[str]:
+def recommendations(configs, runs, ts, margin, margin_text, metric: str = "final_reward") -> list[str]:
     judged = [r for c in configs for r in c.judged]
     recs = _anomaly_advice(judged)
     improving = [r for r in judged if r.improving]
@@ -363,6 +410,8 @@ def recommendations(configs, runs, ts, margin, margin_text) -> list[str]:
             f"raise n_itr: {len(improving)} of {len(judged)} finished runs had not levelled off "
             f"({improving[0].name}: {improving[0].improving}), so the comparison is of curves still climbing."
         )
+    if metric in PASS_METRICS:  # the range and seed advice reads final rewards
+        return recs
     return recs + _edge_advice(configs, ts) + _seed_advice(configs, ts, margin, margin_text)
 
 
@@ -387,18 +436,39 @@ def _best(configs: list[Configuration], ts: list[Test]) -> str | None:
     )
 
 
-def compare(runs: list[Run], min_effect_value: float | None = None) -> str:
+def _best_passing(configs: list[Configuration], metric: PassMetric) -> str | None:
+    groups = [c.passing(metric) for c in configs]
+    ts = pass_tests(groups)
+    winners = [t for t in ts if t.significant and t.sooner]
+    if winners:
+        t = min(winners, key=lambda t: t.p_holm)
+        return f"**Decided:** {t.group.label} passes its checks significantly sooner than {groups[0].label}."
+    medians = [(km_median(g.runs), g) for g in groups if g.runs]
+    reached = [(m, g) for m, g in medians if m is not None]
+    if len(medians) < 2 or not reached:
+        return None
+    m, g = min(reached, key=lambda mg: mg[0])
+    return (
+        f"*Estimate:* the shortest median to pass is {g.label}'s ({fmt_value(m, metric)}); no configuration passes "
+        "significantly sooner or later than the control, so this decides nothing."
+    )
+
+
+def compare(runs: list[Run], min_effect_value: float | None = None, metric: str = "final_reward") -> str:
+    """The comparison in Markdown: the runs' table, then the analysis of `metric` (final_reward, or
+    time_to_pass / steps_to_pass for runs trained with --check-every)."""
     configs = group(runs)
     control = configs[0]
     margin, margin_text = min_effect(configs, min_effect_value)
     ts = tests(configs, margin)
+    passing = metric in PASS_METRICS
     out = ["## Comparison", "", table(runs, control.params), "", "## Analysis", ""]
     judged = [r for c in configs for r in c.judged]
     out.append(f"- Judged: {len(judged)} of {count(len(runs), 'run')}, the finished ones.")
     for r in runs:
         if not r.finished:
             out.append(f"- Not judged: {r.name}: {r.status}. Kept out of every statistic below.")
-    best = _best(configs, ts)
+    best = _best_passing(configs, metric) if passing else _best(configs, ts)
     if best:
         out.append(f"- {best}")
     for k, means, spread in parameter_effects(configs):
@@ -418,19 +488,42 @@ def compare(runs: list[Run], min_effect_value: float | None = None) -> str:
     warning = fps_spread(runs)
     if warning:
         out.append(f"- {warning}")
-    stats_table, statements = seed_statistics(configs, margin, margin_text)
+    if passing:
+        stats_table, statements = passing_statistics(configs, metric)
+    else:
+        stats_table, statements = seed_statistics(configs, margin, margin_text)
     out += ["", "### Across seeds", "", stats_table, ""]
     out += [f"- {s}" for s in statements]
-    out.append(f"- Smallest effect of interest: {margin_text}.")
-    recs = recommendations(configs, runs, ts, margin, margin_text)
+    if not passing:
+        out.append(f"- Smallest effect of interest: {margin_text}.")
+    recs = recommendations(configs, runs, ts, margin, margin_text, metric)
     out += ["", "### Recommendations", ""]
     out += [f"- {r}" for r in recs] if recs else ["- None: no anomaly, every run levelled off, and every test decided."]
     return "\n".join(out)
 
 
-def verdict(runs: list[Run], min_effect_value: float | None = None) -> tuple[str, str]:
+def pass_verdict(configs: list[Configuration], metric: PassMetric) -> tuple[str, str]:
+    """On time to pass: supported if a treatment passes significantly sooner (log-rank, permutation p,
+    Holm across treatments), refuted if every treatment passes significantly later, else inconclusive."""
+    groups = [c.passing(metric) for c in configs]
+    if not groups[0].runs:
+        return "inconclusive", f"the control has no run trained with --check-every: no {metric} to compare"
+    ts = pass_tests(groups)
+    k = f"{len(ts)} comparison{'s' if len(ts) > 1 else ''}" + (", Holm-corrected" if len(ts) > 1 else "")
+    sooner = [t for t in ts if t.significant and t.sooner]
+    if sooner:
+        t = min(sooner, key=lambda t: t.p_holm)
+        return "supported", (f"{t.group.label} passes its checks sooner than {groups[0].label} (log-rank, "
+                             f"permutation p = {t.p_holm:.3g}; {k}; runs that never passed censored)")  # fmt: skip
+    if ts and all(t.significant and not t.sooner for t in ts):
+        return "refuted", f"every treatment passes its checks significantly later than the control ({k})"
+    return "inconclusive", f"no treatment passes its checks significantly sooner or later than the control ({k})"
+
+
+def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str = "final_reward") -> tuple[str, str]:
     """Supported if a treatment beats the control significantly (Holm across treatments), refuted if every
-    treatment is significantly worse, else inconclusive; never decided with planned seeds unfinished."""
+    treatment is significantly worse, else inconclusive; never decided with planned seeds unfinished.
+    `metric`: final_reward (Welch t), or time_to_pass / steps_to_pass (log-rank, censored; `pass_verdict`)."""
     configs = group(runs)
     control, treatments = configs[0], configs[1:]
     if not treatments:
@@ -438,6 +531,8 @@ def verdict(runs: list[Run], min_effect_value: float | None = None) -> tuple[str
     missing = missing_seeds(configs)
     if missing:
         return "inconclusive", "not decided, runs are missing: " + "; ".join(missing)
+    if metric in PASS_METRICS:
+        return pass_verdict(configs, metric)
     margin, margin_text = min_effect(configs, min_effect_value)
     ts = tests(configs, margin)
     k = f"{len(ts)} comparison{'s' if len(ts) > 1 else ''}" + (", Holm-corrected" if len(ts) > 1 else "")
@@ -484,13 +579,13 @@ def _decision(t: Test) -> str:
     return "significant" if t.significant else "equivalent" if t.equivalent else "inconclusive"
 
 
-def comparison_data(runs: list[Run], min_effect_value: float | None = None) -> dict:
+def comparison_data(runs: list[Run], min_effect_value: float | None = None, metric: str = "final_reward") -> dict:
     """What `compare` says, as data for `--json` (schema_version 1, documented in the README)."""
     configs = group(runs)
     control = configs[0]
     margin, margin_text = min_effect(configs, min_effect_value)
     ts = tests(configs, margin)
-    result, why = verdict(runs, min_effect_value)
+    result, why = verdict(runs, min_effect_value, metric)
 
     def run_row(r: Run) -> dict:
         s = r.summary
@@ -500,6 +595,7 @@ def comparison_data(runs: list[Run], min_effect_value: float | None = None) -> d
             "final_reward": s.final_mean_reward if s else None, "peak_eval_reward": s.peak_eval_reward if s else None,
             "peak_eval_iteration": s.peak_eval_iteration if s else None, "stable": s.stable if s else None,
             "anomalies": s.anomalies if s else [], "still_improving": r.improving, "fps": s.fps if s else None,
+            "time_to_pass": s.time_to_pass if s else None,
             "changes": diffs(params, control.params),
         }  # fmt: skip
 
@@ -515,6 +611,12 @@ def comparison_data(runs: list[Run], min_effect_value: float | None = None) -> d
                 p = prob_improvement_ci(x, control.scores)
                 out.update(p_better=p.value, p_better_ci=_interval(p))
         return out
+
+    def pass_row(c: Configuration) -> dict:
+        g = c.passing(metric)
+        k, n, low, high = solve_rate(g.runs)
+        return {"label": c.label, "checked": n, "passed": k, "solve_rate_ci": [low, high] if n else None,
+                "median": km_median(g.runs)}  # fmt: skip
 
     return {
         "control": control.label,
@@ -535,7 +637,22 @@ def comparison_data(runs: list[Run], min_effect_value: float | None = None) -> d
             }
             for t in ts
         ],  # fmt: skip
+        "metric": metric,
+        "passing": [pass_row(c) for c in configs] if metric in PASS_METRICS else None,
+        "pass_tests": [
+            {
+                "treatment": t.group.label,
+                "z": t.z,
+                "p": t.p,
+                "p_holm": t.p_holm,
+                "p_fisher": t.p_fisher,
+                "decision": ("sooner" if t.sooner else "later") if t.significant else "inconclusive",
+            }
+            for t in pass_tests([c.passing(metric) for c in configs])
+        ]
+        if metric in PASS_METRICS
+        else None,
         "verdict": {"result": result, "why": why},
-        "recommendations": recommendations(configs, runs, ts, margin, margin_text),
+        "recommendations": recommendations(configs, runs, ts, margin, margin_text, metric),
         "warnings": [w for w in [fps_spread(runs)] if w],
     }

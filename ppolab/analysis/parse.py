@@ -37,6 +37,7 @@ class RunRecords:
     source: str
     iterations: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)  # rounds of behaviour checks (--check-every)
     final_time: float | None = None  # from the summary line, when the log has one
     incomplete: int = 0  # iterations cut off before their Total line
 
@@ -117,7 +118,8 @@ def read_jsonl(path: Path) -> RunRecords:
         recs = read_records(path)
     except OSError as exc:
         raise UserError(f"{path}: unreadable ({exc.strerror})") from None
-    out = RunRecords(source=str(path), iterations=recs.iterations, evals=recs.evals, incomplete=recs.skipped)
+    out = RunRecords(source=str(path), iterations=recs.iterations, evals=recs.evals, checks=recs.checks,
+                     incomplete=recs.skipped)  # fmt: skip
     if folder.log.exists():  # the summary line, when the run ended normally or by Ctrl-C
         for line in reversed(folder.log.read_text(errors="replace").splitlines()[-5:]):
             if m := FINAL.match(line):

@@ -4,7 +4,9 @@ JSON keys (`ppolab analyze --json`): iterations, total_steps, total_time_s, fps,
 final_mean_reward (mean of Mean Eprew over the last 10% of iterations, nan
 ignored), peak_eval_reward, peak_eval_iteration, evals (iteration, reward,
 length), latest_reward, stable, anomalies (rule, first_iteration, count, detail),
-incomplete_iterations, source.
+incomplete_iterations, source, and time_to_pass (a run trained with --check-every: passed, seconds,
+env_steps and iteration of its first passing round of behaviour checks, else of its last round, where
+it is censored; rounds; null for a run never checked).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from ppolab.analysis.anomalies import Thresholds, find_anomalies
 from ppolab.analysis.parse import RunRecords, load_run
+from ppolab.analysis.time_to_pass import first_pass
 from ppolab.errors import UserError
 from ppolab.ppo.run_folder import RunFolder
 
@@ -34,6 +37,7 @@ class RunSummary:
     anomalies: list[dict]
     incomplete_iterations: int
     source: str
+    time_to_pass: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -70,6 +74,7 @@ def summarize(rec: RunRecords, thresholds: Thresholds | None = None) -> RunSumma
         anomalies=anomalies,
         incomplete_iterations=rec.incomplete,
         source=rec.source,
+        time_to_pass=first_pass(rec.checks),
     )
 
 

@@ -4,7 +4,9 @@ A run learns linearly over the first half of its iterations, then holds its scor
 exactly (no noise, so no anomaly fires and nothing looks still improving); its
 final reward is that score. `stop_at` cuts a run short, as a crash or a timeout would.
 `write_sweep` puts such runs on disk as a sweep folder (sweep.yaml, state.json, run
-folders) for the commands themselves.
+folders) for the commands themselves. `passes_at` adds rounds of behaviour checks (`train
+--check-every`) every `check_every` iterations, the first passing one at or after that iteration
+(None: checked, never passing: censored).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from ppolab.analysis.summary import summarize
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.run_state import RunState
 
+NEVER = -1  # passes_at for a run that is checked and never passes
+
 
 def records(
-    score: float, n_itr: int, stop_at: int | None = None, eval_freq: int = 10, climbing: bool = False, fps: float = 1e4
-) -> RunRecords:
+    score: float, n_itr: int, stop_at: int | None = None, eval_freq: int = 10, climbing: bool = False, fps: float = 1e4,
+    passes_at: int | None = None, check_every: int = 10,
+) -> RunRecords:  # fmt: skip
     """A run's metrics; `climbing`: it learns until its last iteration instead of levelling off halfway."""
     last = n_itr if stop_at is None else stop_at
-    rows, evals = [], []
+    rows, evals, checks = [], [], []
     for i in range(last):
         reward = score * min(1.0, (1.0 if climbing else 2.0) * (i + 1) / n_itr)
         rows.append({
@@ -37,7 +42,11 @@ def records(
         })  # fmt: skip
         if i % eval_freq == 0 or i == n_itr - 1:
             evals.append({"type": "eval", "iteration": i, "reward": reward, "length": 400.0})
-    return RunRecords(source="synthetic", iterations=rows, evals=evals)
+        if passes_at is not None and ((i + 1) % check_every == 0 or i == n_itr - 1):
+            passed = int(passes_at != NEVER and i >= passes_at)
+            checks.append({"type": "check", "iteration": i, "passed": passed, "total_steps": rows[-1]["total_steps"],
+                           "total_time": rows[-1]["total_time"], "seconds": 0.1, "walk.passed": passed})  # fmt: skip
+    return RunRecords(source="synthetic", iterations=rows, evals=evals, checks=checks)
 
 
 def run(name: str, score: float, params: dict, n_itr: int = 100, stop_at: int | None = None, **kw) -> Run:
@@ -67,14 +76,21 @@ def write_sweep(
     n_itr: int = 100,
     stopped: dict[str, int] | None = None,
     min_effect: float | None = None,
+    passes_at: dict[str, list[int]] | None = None,
 ) -> None:
-    """A sweep folder whose runs score as given; `stopped[run name]`: the iteration that run was cut at."""
+    """A sweep folder whose runs score as given; `stopped[run name]`: the iteration that run was cut at;
+    `passes_at[label]`: per seed, the iteration its checks first pass (NEVER: censored), with the sweep's
+    metadata.metric time_to_pass."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"name": folder.name, "hypothesis": "the treatment raises the final reward"}
+    defaults = {"env": "cartpole", "n_itr": n_itr}
     if min_effect is not None:
         meta["min_effect"] = min_effect
+    if passes_at is not None:
+        meta |= {"metric": "time_to_pass", "hypothesis": "the treatment passes its checks sooner"}
+        defaults = {"env": "jvrc_walk", "n_itr": n_itr, "check_every": 10}
     runs = {chr(65 + k): {"name": label, "config": cfg} for k, (label, cfg) in enumerate(configs.items())}
-    spec = {"metadata": meta, "defaults": {"env": "cartpole", "n_itr": n_itr}, "seeds": seeds, "runs": runs}
+    spec = {"metadata": meta, "defaults": defaults, "seeds": seeds, "runs": runs}
     (folder / "sweep.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     state = {"sweep": folder.name, "updated": "2026-11-30T00:00:00+00:00", "runner_pid": None, "runs": {}}
     for label, cfg in configs.items():
@@ -83,10 +99,11 @@ def write_sweep(
             stop = (stopped or {}).get(name)
             run_dir = folder / "runs" / name
             run_dir.mkdir(parents=True, exist_ok=True)
-            config = {"env": "cartpole", "n_itr": n_itr, **cfg, "seed": seed, "run_name": name}
+            config = {**defaults, **cfg, "seed": seed, "run_name": name}
             (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
-            rec = records(score, n_itr, stop)
-            lines = [json.dumps(r) for r in rec.iterations + rec.evals]
+            at = passes_at[label][seeds.index(seed)] if passes_at else None
+            rec = records(score, n_itr, stop, passes_at=at)
+            lines = [json.dumps(r) for r in rec.iterations + rec.evals + rec.checks]
             RunFolder(run_dir).metrics.write_text("\n".join(lines) + "\n")
             state["runs"][name] = {
                 "state": RunState.DONE if stop is None else RunState.INTERRUPTED, "pid": None, "host": None,

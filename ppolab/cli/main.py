@@ -212,6 +212,14 @@ def _add_compare_report(sub: argparse._SubParsersAction) -> None:
         help="smallest difference in final reward worth finding, for the power and equivalence tests "
         "(default: the sweep's metadata.min_effect, else 10%% of the control's mean)",
     )
+    p.add_argument(
+        "--metric",
+        choices=["final_reward", "time_to_pass", "steps_to_pass"],
+        help="what the analysis compares: final_reward (Welch t), or how soon the runs' behaviour checks first "
+        "passed, in wall time or env steps (runs trained with --check-every; a run that never passed is censored: "
+        "log-rank with a permutation p, solve rates by Fisher's exact test). Default: the sweep's metadata.metric, "
+        "else final_reward",
+    )
     p.add_argument("--json", action="store_true", help="print the table, statistics, tests and verdict as JSON")
     p = sub.add_parser(
         "report",
@@ -432,14 +440,18 @@ def run_compare(ns: argparse.Namespace) -> int:
 
         spec, runs = sweep_runs(paths[0])
         min_effect = min_effect if min_effect is not None else spec.metadata.min_effect
+        metric = ns.metric or spec.metadata.metric
     else:
         runs = load_runs([(p.name, p) for p in paths])
+        metric = ns.metric or "final_reward"
+    if metric != "final_reward" and not any(r.summary and r.summary.time_to_pass for r in runs):
+        raise UserError(f"--metric {metric}: none of these runs ran behaviour checks; train them with --check-every N")
     if ns.json:
         from ppolab.analysis.compare import comparison_data
 
-        print_json("compare", comparison_data(runs, min_effect))
+        print_json("compare", comparison_data(runs, min_effect, metric))
     else:
-        print(compare(runs, min_effect))
+        print(compare(runs, min_effect, metric))
     return 0
 
 

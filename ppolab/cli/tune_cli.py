@@ -64,10 +64,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument(
         "--metric",
-        choices=["final_reward", "peak_eval"],
+        choices=["final_reward", "peak_eval", "time_to_pass", "steps_to_pass"],
         default="final_reward",
         help="final_reward: mean episode reward over the last 10%% of iterations; "
-        "peak_eval: best evaluation reward (default: final_reward)",
+        "peak_eval: best evaluation reward; time_to_pass, steps_to_pass: how soon the env's behaviour checks first "
+        "pass (needs --check-every N; each run stops at its pass; the value is minus the seconds or env steps, and "
+        "a run that never passes scores minus its whole budget) (default: final_reward)",
     )
     p.add_argument(
         "--pruner",
@@ -147,6 +149,14 @@ def run_tune(ns: argparse.Namespace) -> int:
     for env in envs:
         build(TrainConfig, {**given, "env": env})
     space = load_space(Path(ns.space), given, envs)
+    if ns.metric in ("time_to_pass", "steps_to_pass"):
+        if not {**space.fixed, **given}.get("check_every"):
+            raise UserError(f"--metric {ns.metric}: the trials' runs need behaviour checks; add --check-every N "
+                            "(e.g. 50)")  # fmt: skip
+        if len(envs) > 1:
+            raise UserError(f"--metric {ns.metric}: tune one env at a time (times to pass of different envs are "
+                            "not on one scale); use --env")  # fmt: skip
+        given["stop_on_pass"] = True  # the rest of a run's budget would not change its value
     settings = TuneSettings(
         study=ns.study,
         envs=envs,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -73,6 +73,11 @@ class Metadata(BaseModel):
     experiment_tag_prefix: str = ""
     min_effect: float | None = Field(
         None, gt=0, description="smallest difference in final reward worth finding (power and equivalence tests)"
+    )
+    metric: Literal["final_reward", "time_to_pass", "steps_to_pass"] = Field(
+        "final_reward",
+        description="what the verdict compares: the final mean reward, or how soon the runs' behaviour checks first "
+        "pass (time_to_pass, steps_to_pass: the runs need check_every; a run that never passes is censored)",
     )
 
 
@@ -170,6 +175,7 @@ def load_sweep(sweep_dir: Path) -> SweepSpec:
         seen[run.name] = key
     _check_names(spec, loc)
     _check_train_keys(spec, loc)
+    _check_metric(spec, loc)
     return spec
 
 
@@ -231,6 +237,16 @@ def _check_train_keys(spec: SweepSpec, loc: Locator) -> None:
             for v in values:
                 _check_value(loc, ("runs", key, "grid", name), {**spec.defaults, **run.config, name: v})
         _check_value(loc, ("runs", key, "config"), {**spec.defaults, **run.config})
+
+
+def _check_metric(spec: SweepSpec, loc: Locator) -> None:
+    """A time-to-pass metric needs every run to run its behaviour checks."""
+    if spec.metadata.metric == "final_reward":
+        return
+    for key, run in spec.runs.items():
+        if not {**spec.defaults, **run.config}.get("check_every"):
+            raise loc.error(("metadata", "metric"), f"{spec.metadata.metric} needs the runs' behaviour checks: set "
+                            f"check_every (e.g. 50) under defaults (run '{key}' has none)")  # fmt: skip
 
 
 def _check_value(loc: Locator, where: tuple[str, ...], values: dict) -> None:

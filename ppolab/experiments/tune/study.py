@@ -35,7 +35,7 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
 from optuna.trial import TrialState
 
-from ppolab.analysis.summary import summarize_run
+from ppolab.analysis.summary import RunSummary, summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.executors.attempt import Attempt, Stop
 from ppolab.experiments.machine_lock import hold_machine
@@ -46,7 +46,8 @@ from ppolab.util.run_state import RunState
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial
 
-Metric = Literal["final_reward", "peak_eval"]
+Metric = Literal["final_reward", "peak_eval", "time_to_pass", "steps_to_pass"]
+PASS_KEYS = {"time_to_pass": "total_time", "steps_to_pass": "total_steps"}  # the check record's clock
 GRACE_S = 60  # default: a RUNNING trial of another host that has not beaten for this long is failed and rerun
 MAX_RETRIES = 3
 FAILURES_IN_A_ROW = 3  # stop the study: something is wrong with every trial, not with one
@@ -344,13 +345,16 @@ class RunningScore:
     Each call to `new_points` reads only the lines written since the last call and returns
     (iteration, score so far): for final_reward the mean of the finite Mean Eprew over the last
     10% of iterations (what the run's final reward would be if it stopped there, in O(1) from
-    prefix sums), for peak_eval the best evaluation so far.
+    prefix sums), for peak_eval the best evaluation so far; for time_to_pass (steps_to_pass) minus
+    the seconds (env steps) so far until the checks pass, then minus those at the pass (Optuna
+    maximises: a trial still failing at a step where others passed, or slower there, ranks below them).
     """
 
     def __init__(self, metric: Metric, run: RunFolder) -> None:
         self.metric, self.tail = metric, run.follow()  # the run folder's reader: its one rule for damaged lines
         self.sums, self.counts = [0.0], [0]  # prefix sums of finite rewards and their count
         self.best = -math.inf
+        self.passed_at: float | None = None  # minus the clock at the first passing checks
 
     def new_points(self) -> list[tuple[int, float]]:
         points = []
@@ -358,6 +362,13 @@ class RunningScore:
             if self.metric == "peak_eval" and rec.get("type") == "eval" and math.isfinite(rec["reward"]):
                 self.best = max(self.best, rec["reward"])
                 points.append((rec["iteration"], self.best))
+            elif self.metric in PASS_KEYS:
+                clock = -float(rec[PASS_KEYS[self.metric]]) if PASS_KEYS[self.metric] in rec else None
+                if rec.get("type") == "check" and rec["passed"] and self.passed_at is None:
+                    self.passed_at = clock
+                    points.append((rec["iteration"], clock))
+                elif rec.get("type") == "iteration" and clock is not None:
+                    points.append((rec["iteration"], self.passed_at if self.passed_at is not None else clock))
             elif self.metric == "final_reward" and rec.get("type") == "iteration":
                 r = rec["mean_eprew"]
                 finite = r is not None and math.isfinite(r)
@@ -420,10 +431,22 @@ def _train(
     summary = summarize_run(run_dir)
     raw = None
     if summary is not None:
-        raw = summary.final_mean_reward if s.metric == "final_reward" else summary.peak_eval_reward
+        raw = trial_value(summary, s.metric)
     if raw is None or not math.isfinite(raw):
         raise TrialFailed(f"{run_dir.name} has no finite {s.metric.replace('_', ' ')}")
     return raw
+
+
+def trial_value(summary: RunSummary, metric: Metric) -> float | None:
+    """A finished run's value for Optuna (higher is better). Time (steps) to pass: minus the seconds
+    (env steps) to the first passing checks; a run that never passed scores minus its whole checked time, a
+    bound on its real time: it ranks below every run that passed within the same budget."""
+    if metric == "final_reward":
+        return summary.final_mean_reward
+    if metric == "peak_eval":
+        return summary.peak_eval_reward
+    p = summary.time_to_pass
+    return None if p is None else -float(p["seconds" if metric == "time_to_pass" else "env_steps"])
 
 
 def _report(

@@ -1,0 +1,106 @@
+"""Time to pass as a metric: censored runs are kept, compared by log-rank with a permutation p, and solve
+rates by Fisher's exact test; analyze, compare, report and tune read it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import run_ppolab
+
+from ppolab.analysis import synthetic
+from ppolab.analysis.compare import compare, verdict
+from ppolab.analysis.synthetic import NEVER
+from ppolab.analysis.time_to_pass import Passing, km_median, logrank_permutation, solve_rate
+
+
+def test_kaplan_meier_median_and_solve_rate_count_censored_runs():
+    runs = [Passing(10, True), Passing(20, True), Passing(30, False), Passing(30, False)]
+    assert km_median(runs) == 20  # S(20) = (1 - 1/4)(1 - 1/3) = 0.5
+    assert km_median(runs + [Passing(25, True)]) == 25  # S(20) = 0.6, S(25) = 0.6 (1 - 1/3) = 0.4
+    assert km_median([Passing(10, True)] + [Passing(30, False)] * 3) is None  # S stays 0.75: not reached
+    k, n, low, high = solve_rate(runs)
+    assert (k, n) == (2, 4) and 0.06 < low < 0.07 and 0.93 < high < 0.94  # Clopper-Pearson, exact
+
+
+def test_the_permutation_log_rank_is_exact_and_signed_by_who_passes_sooner():
+    sooner = [Passing(t, True) for t in (1, 2, 3, 4, 5)]
+    later = [Passing(t, True) for t in (6, 7, 8)] + [Passing(10, False), Passing(10, False)]
+    z, p = logrank_permutation(sooner, later)
+    assert z > 0 and p == pytest.approx(2 / 252)  # only the observed split and its mirror are as extreme
+    z2, p2 = logrank_permutation(later, sooner)
+    assert z2 == pytest.approx(-z) and p2 == p
+    assert logrank_permutation([Passing(9, False)] * 3, [Passing(9, False)] * 3) == (0.0, 1.0)  # nothing passed
+
+
+def _runs(passes: dict[str, list[int]], n_itr: int = 100):
+    runs = []
+    for k, (label, seeds) in enumerate(passes.items()):
+        for s, at in enumerate(seeds, start=1):
+            params = {"lr": 1e-3 * (k + 1), "seed": s, "check_every": 10}
+            runs.append(synthetic.run(f"{label}-s{s}", 300, params, n_itr, passes_at=at))
+    return runs
+
+
+def test_a_treatment_that_passes_sooner_is_supported_with_a_never_passing_control_run_kept():
+    runs = _runs({"control": [49, 59, 69, 79, NEVER], "fast": [9, 9, 19, 19, 29]})
+    result, why = verdict(runs, metric="time_to_pass")
+    assert result == "supported" and "fast passes its checks sooner" in why and "censored" in why
+    text = compare(runs, metric="time_to_pass")
+    assert re.search(r"\| control +\| 5 +\| 4 of 5 \(80%", text)  # the run that never passed counts
+    assert "Kaplan-Meier" in text and "log-rank" in text and "Fisher" in text
+    assert "**Decided:** fast passes its checks significantly sooner" in text
+    assert verdict(runs)[0] == "inconclusive"  # on final reward the two are the same
+
+
+def test_the_same_pass_times_decide_nothing_and_a_slower_treatment_is_refuted():
+    same = _runs({"control": [19, 29, 39, 49, NEVER], "other": [29, 19, 49, 39, NEVER]})
+    assert verdict(same, metric="time_to_pass")[0] == "inconclusive"
+    slow = _runs({"control": [9, 9, 19, 19, 29], "slow": [59, 69, 79, NEVER, NEVER]})
+    assert verdict(slow, metric="steps_to_pass")[0] == "refuted"
+
+
+def test_a_sweep_on_time_to_pass_reports_it_and_the_tracker_gives_the_median(tmp_path):
+    folder = tmp_path / "experiments" / "sweeps" / "ttp"
+    synthetic.write_sweep(folder, {"control": {}, "fast": {"lr": 1e-3}}, [1, 2, 3, 4, 5],
+                          {"control": [300] * 5, "fast": [300] * 5},
+                          passes_at={"control": [49, 59, 69, 79, NEVER], "fast": [9, 9, 19, 19, 29]})  # fmt: skip
+    proc = run_ppolab("report", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    results = (folder / "results.md").read_text()
+    assert "**Verdict: supported.**" in results and "passes its behaviour checks in less wall time" in results
+    assert "Median time to pass (Kaplan-Meier)" in results and "Passed Checks" in results
+    tracker = (tmp_path / "experiments" / "experiment-tracker.md").read_text()
+    assert "median time to pass: control" in tracker and "(4 of 5 passed)" in tracker
+    data = json.loads(run_ppolab("compare", str(folder), "--json").stdout)
+    assert data["metric"] == "time_to_pass" and data["passing"][0]["passed"] == 4
+    assert data["pass_tests"][0]["decision"] == "sooner"
+
+
+def test_time_metrics_without_checks_are_refused_in_one_line(tmp_path):
+    folder = tmp_path / "plain"
+    synthetic.write_sweep(folder, {"control": {}, "b": {"lr": 1e-3}}, [1, 2], {"control": [1, 2], "b": [1, 2]})
+    proc = run_ppolab("compare", str(folder), "--metric", "time_to_pass")
+    assert proc.returncode == 2 and "--check-every" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    spec = (folder / "sweep.yaml").read_text().replace("metadata:\n", "metadata:\n  metric: time_to_pass\n")
+    (folder / "sweep.yaml").write_text(spec)
+    proc = run_ppolab("sweep", str(folder), "--dry-run")
+    assert proc.returncode == 2 and "metric" in proc.stderr and "check_every" in proc.stderr, proc.stderr
+
+
+def test_tune_scores_a_run_by_minus_its_time_to_pass_and_a_censored_one_by_its_budget(tmp_path):
+    from ppolab.analysis.summary import summarize
+    from ppolab.experiments.tune.study import RunningScore, trial_value
+    from ppolab.ppo.run_folder import RunFolder
+
+    passed = summarize(synthetic.records(300, 100, passes_at=39, fps=100.0))
+    never = summarize(synthetic.records(300, 100, passes_at=NEVER, fps=100.0))
+    assert trial_value(passed, "time_to_pass") == pytest.approx(-400.0)  # iteration 39: 40,000 steps at 100/s
+    assert trial_value(never, "steps_to_pass") == -100_000  # its whole budget, a bound
+    rec = synthetic.records(300, 40, passes_at=19, fps=100.0)
+    in_order = sorted(rec.iterations + rec.checks, key=lambda r: (r["iteration"], r["type"] == "check"))
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in in_order))
+    points = dict(RunningScore("time_to_pass", RunFolder(tmp_path)).new_points())
+    assert points[5] == pytest.approx(-60.0) and points[19] == pytest.approx(-200.0)
+    assert points[39] == points[19]  # once passed, the value holds
