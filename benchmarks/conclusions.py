@@ -10,7 +10,17 @@
 - Unfinished treatment runs (cut at iteration 40 of 120): never decided.
 - Anomaly rules on flat AR(1) plateaus (reward 300, noise sd 10, lag-1 autocorrelation phi)
   of 120 and 300 iterations: reward_decline and reward_collapse false positives, and the
-  share of declines of 20 and 40 over the last 20% that reward_decline catches.
+  share of declines of 20 and 40 over the last 20% that reward_decline catches; on runs
+  flat from their start: reward_collapse false positives and never_learned's detection;
+  "still improving" on levelled-off runs (false) and on runs climbing to the end (caught).
+- Failed seeds (issue 29): a real +120 effect at 5 seeds with one treatment seed that never
+  learns, or one that diverges to nan at iteration 70; half of a configuration's seeds
+  failing at 3 seeds: what the verdict and results say.
+- Verdict consistency: null cells of 3 treatments where the verdict and a **Significant** line
+  disagree (target: none).
+- Time to pass: pass times of control and treatment drawn from one exponential (null) or the
+  treatment's twice as fast, censored at a budget, 5 seeds: the log-rank permutation test's
+  share of decided verdicts.
 
 Writes benchmarks/results/conclusions.json and prints the table.
 """
@@ -113,6 +123,107 @@ def anomaly_rates(rng, draws: int) -> list[dict]:
     return rows
 
 
+def flat_ar1(rng, n: int, phi: float, level: float = 300.0) -> list[dict]:
+    e, rows = rng.normal(0, 10), []
+    for i in range(n):
+        e = phi * e + rng.normal(0, 10 * math.sqrt(1 - phi**2))
+        rows.append({"iteration": i, "mean_eprew": level + e, "kl": 0.01, "clip_fraction": 0.1, "noise_std": 0.2,
+                     "critic_loss": 1.0, "actor_loss": 0.0, "entropy": -0.5})  # fmt: skip
+    return rows
+
+
+def flat_and_improving_rates(rng, draws: int) -> list[dict]:
+    from ppolab.analysis.anomalies import still_improving
+
+    def rules(rows):
+        return {a["rule"] for a in find_anomalies(rows)}
+
+    rows = []
+    for n in (120, 300):
+        for phi in (0.0, 0.5, 0.8, 0.9):
+            levelled = [ar1_run(rng, n, phi) for _ in range(draws)]
+            evals = [{"iteration": i, "reward": 300.0 + i / n} for i in range(0, n, max(1, n // 5))]  # last best
+            climbing = [flat_ar1(rng, n, phi) for _ in range(draws)]
+            for run in climbing:
+                for r in run:
+                    r["mean_eprew"] += 300.0 * r["iteration"] / n - 300.0
+            rows.append({
+                "iterations": n, "phi": phi,
+                "flat_collapse_false_positive": sum("reward_collapse" in rules(flat_ar1(rng, n, phi))
+                                                    for _ in range(draws)) / draws,
+                "flat_never_learned_caught": sum("never_learned" in rules(flat_ar1(rng, n, phi))
+                                                 for _ in range(draws)) / draws,
+                "learning_never_learned_false": sum("never_learned" in rules(r) for r in levelled) / draws,
+                "levelled_still_improving_false": sum(still_improving(r, evals) is not None for r in levelled) / draws,
+                "climbing_still_improving_caught": sum(still_improving(r, evals) is not None for r in climbing) / draws,
+            })  # fmt: skip
+    return rows
+
+
+def failed_seed_rates(rng, draws: int) -> dict:
+    """What the verdict says when seeds fail: +120 at 5 seeds (sd 40) with one treatment seed that never
+    learns (flat at 20) or diverges at iteration 70 of 120; and half of a configuration failing at 3 seeds."""
+
+    def sweep_with(failure: str | None, seeds: int = 5, treat_fail: int = 1):
+        runs = []
+        for label, mean, lr in (("control", 300.0, 1e-3), ("treat", 420.0, 3e-3)):
+            for s, score in enumerate(rng.normal(mean, 40, seeds), start=1):
+                kw = {}
+                if label == "treat" and s > seeds - treat_fail and failure == "flat":
+                    score, kw = 20.0, {"flat": True}
+                elif label == "treat" and s > seeds - treat_fail and failure == "nan":
+                    kw = {"diverge_at": 70}
+                runs.append(synthetic.run(f"{label}-s{s}", score, {"lr": lr, "seed": s}, 120, **kw))
+        return runs
+
+    out = {}
+    for case, failure, seeds, k in (("never learned, 1 of 5", "flat", 5, 1), ("diverged, 1 of 5", "nan", 5, 1),
+                                    ("never learned, 2 of 3", "flat", 3, 2)):  # fmt: skip
+        supported = flagged = split = said_stable = 0
+        for _ in range(draws):
+            runs = sweep_with(failure, seeds, k)
+            result, _ = verdict(runs)
+            text = compare(runs)
+            supported += result == "supported"
+            flagged += ("never_learned" in text or "nan_inf" in text) and "Solved seeds" in text
+            split += "**Split:**" in text
+            said_stable += "Every finished run was stable" in text
+        out[case] = {"draws": draws, "supported": supported / draws, "failure_reported": flagged / draws,
+                     "split_said": split / draws, "said_every_run_stable": said_stable / draws}  # fmt: skip
+    return out
+
+
+def verdict_consistency(rng, draws: int) -> dict:
+    """Null cells of 3 treatments at 3 and 5 seeds: the verdict says "no treatment differs significantly"
+    while a **Significant** line stands in the analysis (target: never)."""
+    clash = cells = 0
+    for seeds in (3, 5):
+        for _ in range(draws):
+            runs = draw_sweep(rng, seeds, 3)
+            _, why = verdict(runs)
+            text = compare(runs)
+            cells += 1
+            clash += "differs significantly" in why and "**Significant:**" in text
+    return {"cells": cells, "clashes": clash}
+
+
+def time_to_pass_rates(rng, draws: int) -> list[dict]:
+    from ppolab.analysis.time_to_pass import Passing, logrank_permutation
+
+    def side(scale: float, n: int, budget: float) -> list[Passing]:
+        t = rng.exponential(scale, n)
+        return [Passing(min(v, budget), bool(v <= budget)) for v in t]
+
+    rows = []
+    for label, treat_scale in (("null", 20.0), ("twice as fast", 10.0)):
+        hits = 0
+        for _ in range(draws):
+            z, p = logrank_permutation(side(treat_scale, 5, 40.0), side(20.0, 5, 40.0))
+            hits += p < 0.05
+        rows.append({"case": label, "seeds": 5, "budget": 40.0, "control_mean": 20.0, "decided": hits / draws})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--draws", type=int, default=400)
@@ -125,6 +236,10 @@ def main() -> None:
         "power": power_rates(rng, args.draws),
         "unfinished_never_decided": unfinished_rate(rng, max(50, args.draws // 4)),
         "anomalies": anomaly_rates(rng, args.draws // 2),
+        "flat_and_improving": flat_and_improving_rates(rng, args.draws // 2),
+        "failed_seeds": failed_seed_rates(rng, max(50, args.draws // 4)),
+        "verdict_consistency": verdict_consistency(rng, max(50, args.draws // 4)),
+        "time_to_pass": time_to_pass_rates(rng, max(50, args.draws // 4)),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "conclusions.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -141,6 +256,22 @@ def main() -> None:
         print(f"  {r['iterations']} iterations, phi {r['phi']}: {r['decline_false_positive']:.3f}  "
               f"{r['collapse_false_positive']:.3f}  {r['decline_20_caught']:.2f}  {r['decline_40_caught']:.2f}  "
               f"{r['collapse_caught']:.2f}")  # fmt: skip
+    print(
+        "Flat and levelled runs: flat collapse FP, flat never_learned caught, learning never_learned FP, "
+        "levelled 'still improving' FP, climbing caught"
+    )
+    for r in out["flat_and_improving"]:
+        print(f"  {r['iterations']} iterations, phi {r['phi']}: {r['flat_collapse_false_positive']:.3f}  "
+              f"{r['flat_never_learned_caught']:.3f}  {r['learning_never_learned_false']:.3f}  "
+              f"{r['levelled_still_improving_false']:.3f}  {r['climbing_still_improving_caught']:.3f}")  # fmt: skip
+    print("Failed seeds: share supported, failure reported, split said, 'every run stable' said")
+    for case, r in out["failed_seeds"].items():
+        print(f"  {case}: {r['supported']:.3f}  {r['failure_reported']:.3f}  {r['split_said']:.3f}  "
+              f"{r['said_every_run_stable']:.3f}")  # fmt: skip
+    vc = out["verdict_consistency"]
+    print(f"Verdict against a Significant line: {vc['clashes']} of {vc['cells']} null cells")
+    for r in out["time_to_pass"]:
+        print(f"Time to pass, {r['case']}: decided in {r['decided']:.3f}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,17 @@ finding is stable. Rules (thresholds in `Thresholds`):
 - `reward_collapse`: the reward fell from its peak and stayed down: the mean of
   the last `collapse_window` (10%) of iterations is below the smoothed peak by more
   than `collapse_drop` (30%) of the run's reward range, and by more than three
-  standard deviations of those last iterations (so noise on a flat run never fires).
+  standard deviations of those last iterations inflated by sqrt((1 + phi) / (1 - phi)),
+  phi the lag-1 autocorrelation of the whole run's rewards (as for `reward_decline`:
+  successive iterations are correlated, and a correlated window's spread understates
+  the noise; a climb or a step in the run only raises phi, a stricter guard). Measured
+  on flat AR(1) runs (benchmarks/conclusions.py): at most 5% false positives up to
+  phi = 0.9, where the uncorrected guard fired on 35-46% at phi 0.8-0.9;
+- `never_learned`: the run stayed flat near its start: the mean of no `collapse_window` (10%) of
+  successive iterations rose above that of its first ones by more than 6 standard errors of such a
+  mean (the rewards' sd about the smoothed curve, inflated for autocorrelation as above). A seed that never learns
+  is a result, not noise: `compare` counts it against its configuration's solve rate. Not asked of a
+  run that started from trained weights (`--continued`), flat by design.
 
 Thresholds are compared in float32, the precision metrics are stored in: a std
 set to exactly 0.01 is not "below 0.01", a KL of exactly 0.05 is not "above 0.05".
@@ -41,7 +51,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 RULES = (
     "nan_inf", "critic_divergence", "kl_high", "clip_high", "entropy_collapse", "reward_decline", "reward_collapse",
+    "never_learned",
 )  # fmt: skip
+NEVER_LEARNED_SE = 6.0  # a rise of the best window over the first one within this many standard errors: flat
+FAILED_RULES = ("nan_inf", "never_learned")  # a run they fire on failed as a seed: it counts in the solve rate
+IMPROVING_P = 0.025  # one-sided: a rising end is called at most 2.5% of the time on a levelled-off run with AR(1) noise
 CHECKED_FOR_NAN = ("actor_loss", "critic_loss", "kl", "entropy", "clip_fraction", "noise_std")
 
 
@@ -72,7 +86,9 @@ def _value(rec: dict, key: str) -> float | None:
     return None if v is None else float(v)
 
 
-def find_anomalies(iters: list[dict], th: Thresholds | None = None) -> list[dict]:
+def find_anomalies(iters: list[dict], th: Thresholds | None = None, fine_tune: bool = False) -> list[dict]:
+    """Every rule's finding on a run's iteration records. `fine_tune`: the run started from trained weights
+    (`--continued`), where a flat curve is no failure: `never_learned` is not asked."""
     th = th or Thresholds()
     found: list[dict | None] = []
 
@@ -119,6 +135,8 @@ def find_anomalies(iters: list[dict], th: Thresholds | None = None) -> list[dict
     )
     found.append(_reward_decline(iters, th))
     found.append(_reward_collapse(iters, th))
+    if not fine_tune:
+        found.append(_never_learned(iters, th))
     return [f for f in found if f]
 
 
@@ -150,6 +168,22 @@ def lag1_autocorrelation(resid: np.ndarray) -> float:
     return min(0.95, max(0.0, phi + (1 + 4 * phi) / len(r)))
 
 
+def step_robust_autocorrelation(y: np.ndarray) -> float:
+    """Lag-1 autocorrelation of a series' noise, from its successive differences: for AR(1) noise,
+    corr(dy_t, dy_t-1) = -(1 - phi) / 2, whatever the series' level does. A climb only shifts the
+    differences; a step (the collapse itself) is one outlier among them and is clipped (median +- 5 MAD)."""
+    d = np.diff(y)
+    med = float(np.median(d))
+    mad = float(np.median(np.abs(d - med))) or 1e-12
+    d = np.clip(d, med - 5 * 1.4826 * mad, med + 5 * 1.4826 * mad)
+    d = d - d.mean()
+    denom = float((d**2).sum())
+    if len(d) < 4 or denom == 0:
+        return 0.0
+    rho = float((d[1:] * d[:-1]).sum() / denom)
+    return min(0.95, max(0.0, 1 + 2 * rho))
+
+
 @dataclass
 class Trend:
     slope: float  # reward per iteration
@@ -178,15 +212,21 @@ def trend(x: np.ndarray, y: np.ndarray, phi: float) -> Trend | None:
     return Trend(slope, t, t_sf(-t, df), t_sf(t, df))
 
 
-def end_trend(iters: list[dict], window: float) -> tuple[Trend, np.ndarray, np.ndarray] | None:
-    """The trend of the last `window` of the run, corrected for the autocorrelation of its residuals."""
+def end_trend(
+    iters: list[dict], window: float, whole_run_phi: bool = False
+) -> tuple[Trend, np.ndarray, np.ndarray] | None:
+    """The trend of the last `window` of the run, corrected for the autocorrelation of its residuals (with
+    `whole_run_phi`, at least that of the whole run's noise: a short window's own estimate runs low)."""
     x, y = rewards(iters)
     if len(x) < 20:
         return None
     k = max(10, int(len(x) * window))
     xs, ys = x[-k:], y[-k:]
     fit = np.polyfit(xs - xs.mean(), ys, 1)
-    t = trend(xs, ys, lag1_autocorrelation(ys - np.polyval(fit, xs - xs.mean())))
+    phi = lag1_autocorrelation(ys - np.polyval(fit, xs - xs.mean()))
+    if whole_run_phi:
+        phi = max(phi, step_robust_autocorrelation(y))
+    t = trend(xs, ys, phi)
     return (t, x, y) if t else None
 
 
@@ -230,7 +270,9 @@ def _reward_collapse(iters: list[dict], th: Thresholds) -> dict | None:
     peak, final = float(smooth[top]), float(y[-k:].mean())
     span = float(smooth.max() - smooth.min()) or 1.0
     drop = peak - final
-    if drop > th.collapse_drop * span and drop > 3 * float(y[-k:].std()):
+    phi = step_robust_autocorrelation(y)
+    noise = float(y[-k:].std()) * math.sqrt((1 + phi) / (1 - phi))
+    if drop > th.collapse_drop * span and drop > 3 * noise:
         start = decline_start(y, len(y) - k)
         return {
             "rule": "reward_collapse",
@@ -241,16 +283,35 @@ def _reward_collapse(iters: list[dict], th: Thresholds) -> dict | None:
     return None
 
 
+def _never_learned(iters: list[dict], th: Thresholds) -> dict | None:
+    x, y = rewards(iters)
+    if len(x) < 20:
+        return None
+    k = max(5, int(len(x) * th.collapse_window))
+    windows = np.convolve(y, np.ones(k) / k, mode="valid")  # the mean of every k successive iterations
+    start, best = float(windows[0]), float(windows.max())
+    phi = step_robust_autocorrelation(y)
+    se = float(np.std(y - smoothed(y))) * math.sqrt((1 + phi) / (1 - phi) / k)  # of one window's mean
+    if best - start <= NEVER_LEARNED_SE * se:
+        return {
+            "rule": "never_learned",
+            "first_iteration": int(x[0]),
+            "count": len(x),
+            "detail": f"flat from its start: its best {k}-iteration mean is {best - start:.1f} above its first "
+            f"({start:.1f}), within {NEVER_LEARNED_SE:g} standard errors ({se:.1f} each)",
+        }
+    return None
+
+
 def still_improving(iters: list[dict], evals: list[dict], window: float = 0.2) -> str | None:
-    """Why the run had not levelled off at its end (None if it had): a rising trend over the last
-    `window` of iterations (significant at 5%, corrected for autocorrelation), or its best evaluation
-    being its last one."""
-    found = end_trend(iters, window)
-    if found and found[0].slope > 0 and found[0].p_up < 0.05:
+    """Why the run had not levelled off at its end (None if it had): a rising trend of the training reward
+    over the last `window` of iterations, significant at 5% one-sided with its t statistic corrected for
+    autocorrelation. The evaluations are not asked: "the best evaluation is the last one" is true by chance
+    of one levelled-off run in every few evaluations, and flagged 16-59% of levelled-off synthetic runs
+    (benchmarks/conclusions.py); `evals` is kept for callers."""
+    found = end_trend(iters, window, whole_run_phi=True)
+    if found and found[0].slope > 0 and found[0].p_up < IMPROVING_P:
         return f"reward still rising over the last {int(window * 100)}% of iterations (slope t = {found[0].t:.1f})"
-    finite = [e for e in evals if e.get("reward") is not None and math.isfinite(e["reward"])]
-    if len(finite) >= 3 and max(finite, key=lambda e: e["reward"]) is finite[-1]:
-        return f"best evaluation at the last one (iteration {finite[-1]['iteration']})"
     return None
 
 

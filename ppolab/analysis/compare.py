@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ppolab.analysis.anomalies import still_improving
+from ppolab.analysis.anomalies import FAILED_RULES, still_improving
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.stats import (
     ALPHA,
@@ -43,6 +43,7 @@ from ppolab.analysis.time_to_pass import (
     Passing,
     PassMetric,
     describe_pass_test,
+    fisher_p,
     fmt_value,
     km_median,
     outcome,
@@ -67,7 +68,10 @@ ADVICE = {
     "nan_inf": "lower --lr and check the reward for nan/inf (the run produced non-finite values)",
     "reward_decline": "lower --lr or keep the best checkpoint (reward declining at the end)",
     "reward_collapse": "lower --lr or --max-grad-norm, and keep the best checkpoint (the reward fell and stayed down)",
+    "never_learned": "look at the seeds that never learned (their reward stayed at its start: too little action "
+    "noise or learning rate, or a start the policy cannot leave); they count as failed seeds",
 }
+SPLIT = 4.0  # seeds split into two groups: the widest gap between sorted scores exceeds this many within-group sds
 
 
 @dataclass
@@ -88,6 +92,17 @@ class Run:
         s = self.summary
         return s.final_mean_reward if s and s.final_mean_reward is not None else math.nan
 
+    @property
+    def failure(self) -> str | None:
+        """Why a finished run failed as a seed (diverged to nan/inf, or never learned), else None: a result
+        that counts against its configuration, not a run to leave out."""
+        if not self.finished or self.summary is None:
+            return None
+        rules = [a["rule"] for a in self.summary.anomalies if a["rule"] in FAILED_RULES]
+        if rules:
+            return rules[0]
+        return None if math.isfinite(self.score) else "nan_inf"
+
     def passing(self, metric: PassMetric) -> Passing | None:
         """When its checks first passed, or where it is censored; None for a run never checked."""
         return outcome(self.summary.time_to_pass if self.summary else None, metric)
@@ -106,6 +121,29 @@ class Configuration:
     @property
     def scores(self) -> np.ndarray:
         return np.array([r.score for r in self.judged])
+
+    @property
+    def finished(self) -> list[Run]:
+        return [r for r in self.runs if r.finished]
+
+    @property
+    def failed(self) -> list[Run]:
+        return [r for r in self.runs if r.failure]
+
+    def split(self) -> tuple[list[float], list[float]] | None:
+        """The scores as two groups, when its seeds split: the widest gap between sorted scores is more than
+        SPLIT times the pooled sd within the two sides (a mean and a t interval then describe neither)."""
+        x = np.sort(self.scores)
+        if len(x) < 3:
+            return None
+        cut = int(np.argmax(np.diff(x))) + 1
+        low, high = x[:cut], x[cut:]
+        sides = [g for g in (low, high) if len(g) > 1]
+        if not sides:
+            return None
+        within = math.sqrt(sum(float(((g - g.mean()) ** 2).sum()) for g in sides) / sum(len(g) - 1 for g in sides))
+        gap = float(high[0] - low[-1])
+        return (low.tolist(), high.tolist()) if gap > SPLIT * max(within, 1e-9) else None
 
     def passing(self, metric: PassMetric) -> Group:
         """The finished runs that were checked, as passed or censored."""
@@ -283,27 +321,67 @@ def describe_test(t: Test, control: Configuration, margin_text: str, k: int) -> 
     )
 
 
+def solve_cell(c: Configuration) -> str:
+    """'4 of 5 (80%, 95% CI 28%-99%)': the finished seeds that did not fail (diverge or never learn)."""
+    n = len(c.finished)
+    if n == 0:
+        return "-"
+    k = n - len(c.failed)
+    _, _, low, high = solve_rate([Passing(0.0, True)] * k + [Passing(0.0, False)] * (n - k))
+    return f"{k} of {n} ({k / n:.0%}, 95% CI {low:.0%}-{high:.0%})"
+
+
 def seed_statistics(configs: list[Configuration], margin: float, margin_text: str) -> tuple[str, list[str]]:
-    """The per-configuration table and one statement per treatment against the control."""
+    """The per-configuration table and one statement per treatment against the control; with failed seeds,
+    the solve rates (Clopper-Pearson) compared by Fisher's exact test; seeds that split into two groups."""
     control = configs[0]
+    failures = any(c.failed for c in configs)
     rows = []
     for c in configs:
         x = c.scores
+        solved = [solve_cell(c)] if failures else []
         if len(x) == 0:
-            rows.append([c.label, f"0 of {len(c.runs)}", "-", "-", "-"])
+            rows.append([c.label, f"0 of {len(c.runs)}", *solved, "-", "-", "-"])
             continue
         poi = prob_improvement_ci(x, control.scores) if c is not control and len(control.scores) else None
         cells = [mean_ci(x).fmt(), bootstrap_ci(x, iqm).fmt(), poi.fmt(2) if poi else "-"]
-        rows.append([c.label, f"{len(x)} of {len(c.runs)}", *cells])
-    header = ["Configuration", "Finished seeds", "Mean [95% t CI]", "IQM", "P(better than control)"]
+        rows.append([c.label, f"{len(x)} of {len(c.runs)}", *solved, *cells])
+    header = ["Configuration", "Finished seeds", *(["Solved seeds"] if failures else []), "Mean [95% t CI]", "IQM",
+              "P(better than control)"]  # fmt: skip
     lines = [
         tables.table(header, rows),
         "",
         f"Means: Student t intervals. IQM and P(better): percentile-bootstrap intervals from {BOOTSTRAP_MIN_SEEDS} "
-        "seeds a side; with fewer, a bootstrap is far too narrow, and the value is an estimate only.",
-    ]
+        "seeds a side; with fewer, a bootstrap is far too narrow, and the value is an estimate only."
+        + (" Solved seeds: finished and neither diverged (nan_inf) nor never learned; Clopper-Pearson intervals."
+           if failures else ""),
+    ]  # fmt: skip
     ts = tests(configs, margin)
-    return "\n".join(lines), [describe_test(t, control, margin_text, len(ts)) for t in ts]
+    statements = [describe_test(t, control, margin_text, len(ts)) for t in ts]
+    if failures:
+        for c in configs[1:]:
+            statements.append(solve_statement(c, control))
+    for c in configs:
+        if parts := c.split():
+            low, high = parts
+            statements.append(
+                f"**Split:** {c.label}'s seeds fall into two groups, {len(low)} at {min(low):.1f}-{max(low):.1f} and "
+                f"{len(high)} at {min(high):.1f}-{max(high):.1f}: its mean and interval describe neither group; "
+                "read its solve rate and look at the low seeds."
+            )
+    return "\n".join(lines), statements
+
+
+def solve_statement(c: Configuration, control: Configuration) -> str:
+    a, n_a = len(c.finished) - len(c.failed), len(c.finished)
+    b, n_b = len(control.finished) - len(control.failed), len(control.finished)
+    p = fisher_p([Passing(0.0, True)] * a + [Passing(0.0, False)] * (n_a - a),
+                 [Passing(0.0, True)] * b + [Passing(0.0, False)] * (n_b - b))  # fmt: skip
+    why = ", ".join(f"{r.name}: {r.failure}" for r in c.failed + control.failed)
+    word = "**Significant:**" if p < ALPHA else "*Estimate:*"
+    verb = "differ" if p < ALPHA else "do not differ significantly"
+    return (f"{word} solve rates {c.label} {a}/{n_a} vs {control.label} {b}/{n_b} {verb} (Fisher's exact p = {p:.3g}; "
+            f"failed: {why or 'none'}).")  # fmt: skip
 
 
 def passing_statistics(configs: list[Configuration], metric: PassMetric) -> tuple[str, list[str]]:
@@ -403,7 +481,7 @@ def _seed_advice(configs: list[Configuration], ts: list[Test], margin: float, ma
 
 def recommendations(configs, runs, ts, margin, margin_text, metric: str = "final_reward") -> list[str]:
     judged = [r for c in configs for r in c.judged]
-    recs = _anomaly_advice(judged)
+    recs = _anomaly_advice([r for r in runs if r.finished])  # a diverged run included: its anomaly is named
     improving = [r for r in judged if r.improving]
     if improving:
         recs.append(
@@ -415,11 +493,10 @@ def recommendations(configs, runs, ts, margin, margin_text, metric: str = "final
     return recs + _edge_advice(configs, ts) + _seed_advice(configs, ts, margin, margin_text)
 
 
-def _best(configs: list[Configuration], ts: list[Test]) -> str | None:
+def _best(configs: list[Configuration], ts: list[Test], margin: float, margin_text: str) -> str | None:
     control = configs[0]
-    winners = [t for t in ts if t.significant and t.diff.value > 0]
-    if winners:
-        t = max(winners, key=lambda t: t.diff.value)
+    _, _, t = decide(configs, ts, margin, margin_text)
+    if t is not None:
         why = ", ".join(f"{k}={v}" for k, v in diffs(t.config.params, control.params).items())
         return (
             f"**Decided:** best configuration: **{t.config.label}**, significantly better than {control.label} "
@@ -431,7 +508,7 @@ def _best(configs: list[Configuration], ts: list[Test]) -> str | None:
     top = max(scored, key=lambda c: c.scores.mean())
     return (
         f"*Estimate:* the highest mean final reward is {top.label}'s ({top.scores.mean():.1f} over "
-        f"{count(len(top.scores), 'seed')}); no configuration differs significantly from the control, so this "
+        f"{count(len(top.scores), 'seed')}); no configuration is shown better than the control, so this "
         "ranks noise as much as configurations and decides nothing."
     )
 
@@ -464,23 +541,27 @@ def compare(runs: list[Run], min_effect_value: float | None = None, metric: str 
     passing = metric in PASS_METRICS
     out = ["## Comparison", "", table(runs, control.params), "", "## Analysis", ""]
     judged = [r for c in configs for r in c.judged]
-    out.append(f"- Judged: {len(judged)} of {count(len(runs), 'run')}, the finished ones.")
+    finished = [r for r in runs if r.finished]
+    failed = [r for r in finished if r.failure]
+    out.append(f"- Judged: {len(finished)} of {count(len(runs), 'run')}, the finished ones"
+               + (f"; {len(failed)} of them failed as seeds ({', '.join(f'{r.name}: {r.failure}' for r in failed)}) "
+                  "and count against their configuration's solve rate" if failed else "") + ".")  # fmt: skip
     for r in runs:
         if not r.finished:
             out.append(f"- Not judged: {r.name}: {r.status}. Kept out of every statistic below.")
-    best = _best_passing(configs, metric) if passing else _best(configs, ts)
+    best = _best_passing(configs, metric) if passing else _best(configs, ts, margin, margin_text)
     if best:
         out.append(f"- {best}")
     for k, means, spread in parameter_effects(configs):
         per = ", ".join(f"{v}: {m:.1f}" for v, m in sorted(means.items(), key=lambda kv: str(kv[0])))
         out.append(f"- *Estimate:* mean final reward by {k}: {per} (spread {spread:.1f}).")
-    unstable = [r for r in judged if not r.summary.stable]
+    unstable = [r for r in finished if r.summary and not r.summary.stable]
     for r in unstable:
         found = "; ".join(
             f"{a['rule']} x{a['count']} from iteration {a['first_iteration']}" for a in r.summary.anomalies
         )
         out.append(f"- Unstable: {r.name}: {found}.")
-    if judged and not unstable:
+    if finished and not unstable:
         out.append("- Every finished run was stable (no anomaly rule fired).")
     for r in judged:
         if r.improving:
@@ -520,12 +601,59 @@ def pass_verdict(configs: list[Configuration], metric: PassMetric) -> tuple[str,
     return "inconclusive", f"no treatment passes its checks significantly sooner or later than the control ({k})"
 
 
+def _failed_text(c: Configuration) -> str:
+    return ", ".join(f"{r.name}: {r.failure}" for r in c.failed)
+
+
+def decide(
+    configs: list[Configuration], ts: list[Test], margin: float, margin_text: str
+) -> tuple[str, str, Test | None]:
+    """The verdict on final reward, one function of the tests (and of the seeds that failed): the result,
+    why, and the winning test (None unless supported). A treatment significantly better on its scored seeds
+    is not an improvement when more of its seeds failed (diverged or never learned) than the control's."""
+    control = configs[0]
+    k = f"{len(ts)} comparison{'s' if len(ts) > 1 else ''}" + (", Holm-corrected" if len(ts) > 1 else "")
+    better = [t for t in ts if t.significant and t.diff.value > 0]
+    worse = [t for t in ts if t.significant and t.diff.value < 0]
+    if better:
+        t = max(better, key=lambda t: t.diff.value)
+        d, label = t.diff, t.config.label
+        ci = f"95% CI [{d.low:+.1f}, {d.high:+.1f}]"
+        gain = f"{label} beats {control.label} by {d.value:+.1f} ({ci}, p = {t.p_holm:.3g}; {k})"
+        if len(t.config.failed) > len(control.failed):
+            return "inconclusive", (
+                f"{gain} on the seeds it finished with a score, but {len(t.config.failed)} of its "
+                f"{len(t.config.finished)} seeds failed ({_failed_text(t.config)}) against the control's "
+                f"{len(control.failed)}: a configuration that fails more often is not shown to be better"
+            ), None  # fmt: skip
+        if d.value < margin:
+            gain += f"; the difference is below the smallest effect of interest, {margin_text}"
+        return "supported", gain, t
+    failed = [c for c in configs[1:] if len(c.failed) > len(control.failed)]
+    note = "".join(f"; {len(c.failed)} of {c.label}'s seeds failed ({_failed_text(c)})" for c in failed)
+    if ts and len(worse) == len(ts):
+        return "refuted", f"every treatment is significantly worse than the control ({k}){note}", None
+    if ts and all(t.equivalent for t in ts) and not failed:
+        return "inconclusive", (f"no treatment improves on the control: each is equivalent to it within "
+                                f"+-{margin_text} (TOST; {k})"), None  # fmt: skip
+    if worse:
+        names = ", ".join(t.config.label for t in worse)
+        verb = "is" if len(worse) == 1 else "are"
+        return "inconclusive", (f"no treatment is significantly better than the control; {names} {verb} "
+                                f"significantly worse ({k}){note}"), None  # fmt: skip
+    return (
+        "inconclusive",
+        f"no treatment differs significantly from the control with the seeds at hand ({k}){note}",
+        None,
+    )
+
+
 def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str = "final_reward") -> tuple[str, str]:
     """Supported if a treatment beats the control significantly (Holm across treatments), refuted if every
     treatment is significantly worse, else inconclusive; never decided with planned seeds unfinished.
     `metric`: final_reward (Welch t), or time_to_pass / steps_to_pass (log-rank, censored; `pass_verdict`)."""
     configs = group(runs)
-    control, treatments = configs[0], configs[1:]
+    treatments = configs[1:]
     if not treatments:
         return "inconclusive", "no treatment to compare with the control"
     missing = missing_seeds(configs)
@@ -534,31 +662,7 @@ def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str 
     if metric in PASS_METRICS:
         return pass_verdict(configs, metric)
     margin, margin_text = min_effect(configs, min_effect_value)
-    ts = tests(configs, margin)
-    k = f"{len(ts)} comparison{'s' if len(ts) > 1 else ''}" + (", Holm-corrected" if len(ts) > 1 else "")
-    better = [t for t in ts if t.significant and t.diff.value > 0]
-    if better:
-        t = max(better, key=lambda t: t.diff.value)
-        d = t.diff
-        result, why = (
-            "supported",
-            (
-                f"{t.config.label} beats {control.label} by {d.value:+.1f} (95% CI [{d.low:+.1f}, {d.high:+.1f}], "
-                f"p = {t.p_holm:.3g}; {k})"
-            ),
-        )
-    elif all(t.significant and t.diff.value < 0 for t in ts):
-        result, why = "refuted", f"every treatment is significantly worse than the control ({k})"
-    elif all(t.equivalent for t in ts):
-        result, why = (
-            "inconclusive",
-            (f"no treatment improves on the control: each is equivalent to it within +-{margin_text} (TOST; {k})"),
-        )
-    else:
-        result, why = (
-            "inconclusive",
-            f"no treatment differs significantly from the control with the seeds at hand ({k})",
-        )
+    result, why, _ = decide(configs, tests(configs, margin), margin, margin_text)
     judged = [r for c in configs for r in c.judged]
     improving = [r for r in judged if r.improving]
     if improving and 2 * len(improving) >= len(judged):

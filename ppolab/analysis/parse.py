@@ -40,6 +40,7 @@ class RunRecords:
     checks: list[dict] = field(default_factory=list)  # rounds of behaviour checks (--check-every)
     final_time: float | None = None  # from the summary line, when the log has one
     incomplete: int = 0  # iterations cut off before their Total line
+    fine_tune: bool = False  # started from trained weights (config.yaml's `continued`)
 
 
 def _number(text: str) -> float:
@@ -128,11 +129,24 @@ def read_jsonl(path: Path) -> RunRecords:
     return out
 
 
+def _continued(run_dir: Path) -> bool:
+    """The run folder's config.yaml names pretrained weights it started from."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(cfg, dict) and bool(cfg.get("continued"))
+
+
 def load_run(path: Path) -> RunRecords:
     """A run folder (metrics.jsonl, else train.log) or a plain stdout log file."""
     if path.is_dir():
         if RunFolder(path).has_metrics():
-            return read_jsonl(RunFolder(path).metrics)
+            out = read_jsonl(RunFolder(path).metrics)
+            out.fine_tune = _continued(path)
+            return out
         if (path / "train.log").exists():
             path = path / "train.log"
         else:

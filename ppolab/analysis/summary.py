@@ -51,7 +51,7 @@ def summarize(rec: RunRecords, thresholds: Thresholds | None = None) -> RunSumma
     iters = rec.iterations
     if not iters:
         return None
-    anomalies = find_anomalies(iters, thresholds)
+    anomalies = find_anomalies(iters, thresholds, rec.fine_tune)
     tail = iters[-max(1, len(iters) // 10) :]
     rewards = [r["mean_eprew"] for r in tail if _finite(r.get("mean_eprew"))]
     evals = [{"iteration": e["iteration"], "reward": e["reward"], "length": e["length"]} for e in rec.evals]

@@ -28,16 +28,21 @@ NEVER = -1  # passes_at for a run that is checked and never passes
 
 def records(
     score: float, n_itr: int, stop_at: int | None = None, eval_freq: int = 10, climbing: bool = False, fps: float = 1e4,
-    passes_at: int | None = None, check_every: int = 10,
+    passes_at: int | None = None, check_every: int = 10, flat: bool = False, diverge_at: int | None = None,
 ) -> RunRecords:  # fmt: skip
-    """A run's metrics; `climbing`: it learns until its last iteration instead of levelling off halfway."""
+    """A run's metrics; `climbing`: it learns until its last iteration instead of levelling off halfway;
+    `flat`: it never learns (its reward stays at `score` from the start); `diverge_at`: from that iteration
+    on its losses and rewards are nan (a run that diverged)."""
     last = n_itr if stop_at is None else stop_at
     rows, evals, checks = [], [], []
     for i in range(last):
-        reward = score * min(1.0, (1.0 if climbing else 2.0) * (i + 1) / n_itr)
+        reward = score if flat else score * min(1.0, (1.0 if climbing else 2.0) * (i + 1) / n_itr)
+        loss = 1.0
+        if diverge_at is not None and i >= diverge_at:
+            reward = loss = float("nan")
         rows.append({
             "type": "iteration", "iteration": i, "mean_eprew": reward, "mean_eplen": 400.0, "actor_loss": -0.01,
-            "critic_loss": 1.0, "kl": 0.01, "entropy": -0.5, "clip_fraction": 0.1, "noise_std": 0.2,
+            "critic_loss": loss, "kl": 0.01, "entropy": -0.5, "clip_fraction": 0.1, "noise_std": 0.2,
             "total_steps": 1000 * (i + 1), "total_time": 1000 * (i + 1) / fps,
         })  # fmt: skip
         if i % eval_freq == 0 or i == n_itr - 1:

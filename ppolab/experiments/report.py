@@ -155,6 +155,13 @@ def _named(label: str) -> str:
     return "" if label.lower() == "control" else f", {label}"
 
 
+def _sentence(why: str, configs: list[Configuration]) -> str:
+    """`why` as a sentence: capitalised, unless it starts with a configuration's label (kept as the sweep file
+    spells it: "learnstd", not "Learnstd")."""
+    first = why.split(" ", 1)[0]
+    return why if first in {c.label for c in configs} else why[0].upper() + why[1:]
+
+
 def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: bool = False) -> Path:
     """results.md, its plots and the tracker entry. `show_progress`: a progress bar (or lines) on stderr
     while the plots are drawn (a few seconds), for `ppolab report`; a sweep's runner has its own view."""
@@ -181,7 +188,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
         "",
         f"**Hypothesis.** {m.hypothesis or '(none given)'}",
         "",
-        f"**Verdict: {result}.** {why[0].upper() + why[1:]}. (The hypothesis is read as: a treatment "
+        f"**Verdict: {result}.** {_sentence(why, configs)}. (The hypothesis is read as: a treatment "
         f"{READS[m.metric]} the control{_named(configs[0].label)}.)",
         "",
         m.description,
