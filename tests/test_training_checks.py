@@ -73,3 +73,18 @@ def test_a_sweep_shows_each_run_s_latest_checks_in_a_few_words():
     assert check_label(failing) == "stand fails (at 49)"
     failing.checks += [check(99, 1), check(149, 0, **{"walk.passed": 0})]
     assert check_label(failing) == "passed at 99"  # the first pass is the run's time to pass
+
+
+def test_a_gated_round_stops_a_falling_policy_at_its_first_fall_and_agrees_with_the_full_check():
+    from ppolab.envs import make_env
+    from ppolab.ppo import behaviour
+    from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
+
+    probe = make_env("jvrc_walk", 1)
+    actor = Actor(ObsNormalizer(probe.obs_dim), probe.obs_dim, probe.act_dim, [64, 64], 0.223, False)
+    subject = behaviour.Subject("jvrc_walk", None, sampling_params(actor))  # a fresh policy, in memory
+    gated = behaviour.checks("jvrc_walk", subject, gate=True)
+    assert list(gated) == ["walk"] and not behaviour.all_passed("jvrc_walk", gated)
+    assert 0 < gated["walk"]["stopped_at_s"] < 10.0  # the round ended at the first fall
+    full = behaviour.walk(subject)
+    assert not full["passed"] and "stopped_at_s" not in full and full["still_up"] < 8

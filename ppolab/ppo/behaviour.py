@@ -85,15 +85,25 @@ def _start(policy: Policy, n: int, overrides: dict | None = None, stream_slot: i
     return env, SamplingPolicy(subject.params)
 
 
-def _run(env, actor, steps: int, each=None) -> np.ndarray:
-    """Step with the mean action (`each(env)` after every step); which envs stayed up."""
+def _run(env, actor, steps: int, each=None, gate: bool = False, failed=None) -> tuple[np.ndarray, int]:
+    """Step with the mean action (`each(env)` after every step): which envs stayed up, and the steps run.
+    With `gate`, stop as soon as the check cannot pass: an env fell, or `failed()` says so."""
     alive = np.ones(env.num_envs, bool)
-    for _ in range(steps):
+    for k in range(1, steps + 1):
         _, _, terminated = env.step(actor(env.observe()))
         alive &= ~terminated
         if each:
             each(env)
-    return alive
+        if gate and (not alive.all() or (failed is not None and failed())):
+            return alive, k
+    return alive, steps
+
+
+def _stopped(out: dict, ran: int, steps: int, control_dt: float) -> dict:
+    """Mark a gated check that stopped once it could no longer pass: its figures cover `ran` steps only."""
+    if ran < steps:
+        out["stopped_at_s"] = round(ran * control_dt, 2)
+    return out
 
 
 def _touchdowns(contact: list[np.ndarray]) -> tuple[np.ndarray, float]:
@@ -112,14 +122,14 @@ def _heading(env) -> np.ndarray:
     return yaw(env.batch.qpos[:, 3:7])
 
 
-def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: int = 8) -> dict:
+def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
     env, actor = _start(policy, n)
     speed = round(0.75 * env.cfg.forward_speed[1], 3) if speed is None else speed
     env.set_command(FORWARD, vx=speed)
     steps = round(seconds / env.cfg.control_dt)
     start, heading = env.batch.qpos[:, :2].copy(), _heading(env)
     contact: list[np.ndarray] = []
-    alive = _run(env, actor, steps, lambda e: contact.append(e.foot_contact()))
+    alive, ran = _run(env, actor, steps, lambda e: contact.append(e.foot_contact()), gate)
     moved = env.batch.qpos[:, :2] - start
     forward = moved[:, 0] * np.cos(heading) + moved[:, 1] * np.sin(heading)
     touchdowns, alternating = _touchdowns(contact)
@@ -135,10 +145,10 @@ def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: i
     out["passed"] = bool(alive.all() and forward.min() >= 0.8 * target and touchdowns.min() >= need
                          and alternating >= 0.8)  # fmt: skip
     out["score"] = round(float((np.clip(forward / target, 0, 1) * alive).mean()), 3)  # a fall scores 0
-    return out
+    return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
-def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int) -> dict:
+def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int, gate: bool = False) -> dict:
     env, actor = _start(policy, n, stream_slot=slot)
     env.set_command(FORWARD, vx=speed)
     window = round(10.0 / env.cfg.control_dt)
@@ -161,7 +171,10 @@ def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int
         if count % window == 0:
             marks.append(unwrapped.copy())
 
-    alive = _run(env, actor, steps, each)
+    def drifted() -> bool:  # a closed 10 s window already turned too far
+        return count % window == 0 and float(np.degrees(np.abs(marks[-1] - marks[-2])).max()) > DRIFT_DEG
+
+    alive, ran = _run(env, actor, steps, each, gate, drifted)
     if count % window:
         marks.append(unwrapped.copy())  # the last, shorter window counts as a whole one: stricter
     moved = env.batch.qpos[:, :2] - start
@@ -177,9 +190,9 @@ def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int
         "max_heading_drift_deg_per_10s": round(float(drift.max()), 1),
         "max_sideways_share": round(float(side_share.max()), 3), "max_sideways_m": round(float(side_max.max()), 2),
     }  # fmt: skip
-    out["passed"] = bool(alive.all() and drift.max() <= DRIFT_DEG and side_share.max() <= 0.1
+    out["passed"] = bool(ran == steps and alive.all() and drift.max() <= DRIFT_DEG and side_share.max() <= 0.1
                          and np.all(np.abs(speed_share - 1.0) <= 0.2))  # fmt: skip
-    return out
+    return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
 def straight(policy: Policy, seconds: float = 30.0, n: int = 8, gate: bool = False) -> dict:
@@ -191,26 +204,27 @@ def straight(policy: Policy, seconds: float = 30.0, n: int = 8, gate: bool = Fal
     speeds = [round(lo + (hi - lo) * f, 3) for f in (1 / 6, 1 / 2, 5 / 6)]
     runs = []
     for slot, v in enumerate(speeds, start=1):
-        runs.append(_straight_at(subject, v, seconds, n, slot))
+        runs.append(_straight_at(subject, v, seconds, n, slot, gate))
         if gate and not runs[-1]["passed"]:
             break
     return {"speeds": runs, "passed": len(runs) == len(speeds) and all(r["passed"] for r in runs)}
 
 
-def stand(policy: Policy, seconds: float = 10.0, n: int = 8) -> dict:
+def stand(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
     env, actor = _start(policy, n)
     env.set_command(STANDING)
     start, heading0 = env.batch.qpos[:, :2].copy(), _heading(env)
-    alive = _run(env, actor, round(seconds / env.cfg.control_dt))
+    steps = round(seconds / env.cfg.control_dt)
+    alive, ran = _run(env, actor, steps, gate=gate)
     drift = np.linalg.norm(env.batch.qpos[:, :2] - start, axis=1)
     turned = np.degrees(np.abs(np.angle(np.exp(1j * (_heading(env) - heading0)))))
     out = {"seconds": seconds, "still_up": int(alive.sum()), "max_drift_m": round(float(drift.max()), 3),
            "max_heading_drift_deg": round(float(turned.max()), 1)}  # fmt: skip
     out["passed"] = bool(alive.all() and drift.max() < 0.1 and turned.max() <= DRIFT_DEG)
-    return out
+    return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
-def turn(policy: Policy, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -> dict:
+def turn(policy: Policy, rate: float = 0.3, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
     env, actor = _start(policy, n)
     signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)  # half turn left, half right
     env.set_command(IN_PLACE)
@@ -223,12 +237,13 @@ def turn(policy: Policy, rate: float = 0.3, seconds: float = 10.0, n: int = 8) -
         turned[:] += np.angle(np.exp(1j * (now - last)))  # unwrapped heading change
         last = now
 
-    alive = _run(env, actor, round(seconds / env.cfg.control_dt), each)
+    steps = round(seconds / env.cfg.control_dt)
+    alive, ran = _run(env, actor, steps, each, gate)
     share = turned * signs / (rate * seconds)
     out = {"rate": rate, "seconds": seconds, "still_up": int(alive.sum()),
            "min_turn_share": round(float(share.min()), 2), "max_turn_share": round(float(share.max()), 2)}  # fmt: skip
     out["passed"] = bool(alive.all() and share.min() >= 0.5)
-    return out
+    return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
 def footsteps(policy: Policy, steps: int = 400, n: int = 8, gate: bool = False) -> dict:
@@ -241,11 +256,12 @@ def footsteps(policy: Policy, steps: int = 400, n: int = 8, gate: bool = False) 
     for slot, plan in enumerate(PLANS):
         probs = [1.0 if p == plan else 0.0 for p in PLANS]
         env, actor = _start(policy, n, {"plan_probs": probs, "stair_ramp_start": 10**9}, stream_slot=slot)
-        alive = _run(env, actor, steps)
+        alive, ran = _run(env, actor, steps, gate=gate)
         hits = env.target.copy()
         plans[plan] = {"still_up": int(alive.sum()), "targets_hit": [int(h) for h in hits],
                        "min_share": round(float(hits.min() / N_STEPS), 2)}  # fmt: skip
         plans[plan]["passed"] = bool(alive.all() and hits.min() >= 0.8 * N_STEPS)
+        _stopped(plans[plan], ran, steps, env.cfg.control_dt)
         if gate and not plans[plan]["passed"]:
             break
     passed = len(plans) == len(PLANS) and all(p["passed"] for p in plans.values())
@@ -253,13 +269,14 @@ def footsteps(policy: Policy, steps: int = 400, n: int = 8, gate: bool = False) 
             "min_share": min(p["min_share"] for p in plans.values())}  # fmt: skip
 
 
-def push(policy: Policy, seconds: float = 10.0, n: int = 8) -> dict:
+def push(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
     """Standing under pushes (the env's randomisation on: pushes, masses, friction)."""
     env, actor = _start(policy, n, {"randomization": {"enabled": True}})
-    alive = _run(env, actor, round(seconds / env.cfg.control_dt))
+    steps = round(seconds / env.cfg.control_dt)
+    alive, ran = _run(env, actor, steps, gate=gate)
     out = {"seconds": seconds, "push_force_n": env.cfg.randomization.push_force, "still_up": int(alive.sum())}
     out["passed"] = bool(alive.all())
-    return out
+    return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
 CHECKS = {  # an env kind's checks, cheapest first (the order a gated round runs them in)
@@ -267,7 +284,6 @@ CHECKS = {  # an env kind's checks, cheapest first (the order a gated round runs
     "_step": {"footsteps": footsteps},
     "h1": {"push": push},
 }
-GATED = ("straight", "footsteps")  # checks that stop at their first failing part when gated
 
 
 def checks_of(env: str) -> dict:
@@ -277,10 +293,12 @@ def checks_of(env: str) -> dict:
 
 def checks(env: str, policy: Policy, gate: bool = False) -> dict:
     """Every behaviour check of the env's kind on the policy (a Subject, run folder, pretrained folder or actor).
-    With `gate`, the round ends at the first check that fails: the later ones are not run (and not in the result)."""
+    With `gate`, a check stops as soon as it cannot pass (an env fell, a heading drifted too far: its figures
+    then cover the time until then, `stopped_at_s`) and the round ends at the first check that fails: the later
+    ones are not run (and not in the result). A gated round passes exactly when an ungated one would."""
     subject, out = Subject.of(policy), {}
     for name, check in checks_of(env).items():
-        out[name] = check(subject, gate=True) if gate and name in GATED else check(subject)
+        out[name] = check(subject, gate=gate)
         if gate and not out[name]["passed"]:
             break
     return out
