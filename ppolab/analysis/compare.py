@@ -34,6 +34,7 @@ from ppolab.analysis.stats import (
     seeds_for_power,
     tost_interval,
     tost_p,
+    two_groups,
     welch,
 )
 from ppolab.analysis.summary import RunSummary, summarize
@@ -71,7 +72,6 @@ ADVICE = {
     "never_learned": "look at the seeds that never learned (their reward stayed at its start: too little action "
     "noise or learning rate, or a start the policy cannot leave); they count as failed seeds",
 }
-SPLIT = 4.0  # seeds split into two groups: the widest gap between sorted scores exceeds this many within-group sds
 
 
 @dataclass
@@ -131,19 +131,9 @@ class Configuration:
         return [r for r in self.runs if r.failure]
 
     def split(self) -> tuple[list[float], list[float]] | None:
-        """The scores as two groups, when its seeds split: the widest gap between sorted scores is more than
-        SPLIT times the pooled sd within the two sides (a mean and a t interval then describe neither)."""
-        x = np.sort(self.scores)
-        if len(x) < 3:
-            return None
-        cut = int(np.argmax(np.diff(x))) + 1
-        low, high = x[:cut], x[cut:]
-        sides = [g for g in (low, high) if len(g) > 1]
-        if not sides:
-            return None
-        within = math.sqrt(sum(float(((g - g.mean()) ** 2).sum()) for g in sides) / sum(len(g) - 1 for g in sides))
-        gap = float(high[0] - low[-1])
-        return (low.tolist(), high.tolist()) if gap > SPLIT * max(within, 1e-9) else None
+        """Its scores as two groups, when its seeds split (stats.two_groups): a mean and a t interval then
+        describe neither."""
+        return two_groups(self.scores)
 
     def passing(self, metric: PassMetric) -> Group:
         """The finished runs that were checked, as passed or censored."""

@@ -15,11 +15,14 @@ what holds at the handful of seeds RL runs have:
 - the probability of improvement P(X > Y) is shown with a bootstrap interval only from
   `BOOTSTRAP_MIN_SEEDS` seeds a side; below, it is a point estimate;
 - the seeds to run come from a t test power calculation for the smallest effect of
-  interest, never from the observed difference.
+  interest, never from the observed difference;
+- seeds are said to split into two groups (some solve, some fail) only when the best cut into two
+  explains more of their variance than it does for 99% of samples of as many normal scores.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -210,3 +213,41 @@ def pooled_sd(groups: list[np.ndarray]) -> float:
     ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups if len(g) >= 2)
     dof = sum(len(g) - 1 for g in groups if len(g) >= 2)
     return math.sqrt(ss / dof) if dof else math.nan
+
+
+SPLIT_ALPHA = 0.01  # seeds are said to split into two groups at this false-alarm rate on normal scores
+SPLIT_DRAWS = 20_000
+
+
+def _explained(z: np.ndarray) -> np.ndarray:
+    """Per row of sorted values, the largest share of its variance that one cut into two groups explains."""
+    sst = ((z - z.mean(1, keepdims=True)) ** 2).sum(1)
+    best = np.zeros(len(z))
+    for c in range(1, z.shape[1]):
+        a, b = z[:, :c], z[:, c:]
+        ssw = ((a - a.mean(1, keepdims=True)) ** 2).sum(1) + ((b - b.mean(1, keepdims=True)) ** 2).sum(1)
+        best = np.maximum(best, 1 - ssw / np.where(sst > 0, sst, 1.0))
+    return best
+
+
+@functools.lru_cache(maxsize=64)
+def _split_critical(n: int) -> float:
+    """The (1 - SPLIT_ALPHA) quantile of `_explained` for n normal scores (Monte Carlo, a fixed stream)."""
+    z = np.sort(_rng().normal(size=(SPLIT_DRAWS, n)), axis=1)
+    return float(np.quantile(_explained(z), 1 - SPLIT_ALPHA))
+
+
+def two_groups(x: np.ndarray) -> tuple[list[float], list[float]] | None:
+    """The scores as two groups when they split: the best cut into two explains more of their variance than
+    it does for all but SPLIT_ALPHA of samples of as many normal scores. From 4 scores on (at 3, any cut of
+    normal scores explains nearly all of it)."""
+    z = np.sort(np.asarray(x, float))
+    if len(z) < 4 or float(z.std()) == 0.0:
+        return None
+    if _explained(z[None, :])[0] <= _split_critical(len(z)):
+        return None
+    within = [
+        float(((z[:c] - z[:c].mean()) ** 2).sum() + ((z[c:] - z[c:].mean()) ** 2).sum()) for c in range(1, len(z))
+    ]
+    c = 1 + int(np.argmin(within))
+    return z[:c].tolist(), z[c:].tolist()

@@ -76,9 +76,12 @@ class FlatAdam:
             adam_step(*self.parts[part], max_grad_norm, self.lr, self.betas, self.eps, *bias_corrections(self.betas, t))
 
     def state_dict(self) -> dict:
-        return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
+        return {"step": self.step_count, "lr": self.lr, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
 
     def load_state_dict(self, state: dict) -> None:
+        """The moments, the step count and (a schedule's) learning rate; a state saved before the learning
+        rate was kept leaves it as constructed."""
         self.step_count = int(state["step"])
+        self.lr = float(state.get("lr", self.lr))
         self.exp_avg.copy_(state["exp_avg"])
         self.exp_avg_sq.copy_(state["exp_avg_sq"])

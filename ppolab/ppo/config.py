@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ppolab.envs import ENVS, env_names, unknown_env
+from ppolab.ppo.lr_schedule import Schedule
 from ppolab.ppo.network import ActivationName
 from ppolab.ppo.presets import with_preset
 from ppolab.util.validation import first_problem
@@ -42,7 +43,15 @@ class TrainConfig(BaseModel):
     run_name: str | None = Field(None, description="name of the run folder (default: time, env and seed)")
     experiment_tag: str | None = Field(None, description="free-form tag recorded with the run (sweeps set it)")
     n_itr: int = Field(20000, gt=0, le=10**9, description="training iterations")
-    lr: float = Field(3e-4, gt=0, description="Adam learning rate for actor and critic")
+    lr: float = Field(3e-4, gt=0, description="Adam learning rate for actor and critic (with --schedule adaptive, "
+                      "the first one)")  # fmt: skip
+    schedule: Schedule = Field(
+        "fixed",
+        description="learning rate schedule: fixed, or adaptive (rsl_rl's rule, after each iteration's update: "
+        "divided by 1.5 when the update's KL is above twice --desired-kl, times 1.5 below half of it, within "
+        "1e-5..1e-2)",
+    )
+    desired_kl: float = Field(0.01, gt=0, description="the KL divergence per update that --schedule adaptive aims at")
     eps: float = Field(1e-5, gt=0, description="Adam epsilon")
     gamma: float = Field(0.99, gt=0, le=1, description="discount factor")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda")

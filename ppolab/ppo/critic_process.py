@@ -36,12 +36,13 @@ def _serve(conn, parent_end, step: CriticStep, obs, returns, perms, hp: Hyper) -
     torch.set_num_threads(1)
     while True:
         try:
-            t0 = conn.recv()
+            job = conn.recv()
         except (EOFError, OSError):
             return
-        if t0 is None:
+        if job is None:
             return
-        losses = critic_epochs(step, obs, returns, list(perms), hp, t0)
+        t0, lr = job
+        losses = critic_epochs(step, obs, returns, list(perms), hp, t0, lr)
         try:
             conn.send(torch.stack(losses).numpy())
         except OSError:
@@ -69,12 +70,12 @@ class CriticProcess:
         """Where it pays (for a fused update): on the CPU, with a second core, where fork exists."""
         return device.type == "cpu" and available_cores() >= 2 and "fork" in mp.get_all_start_methods()
 
-    def start(self, obs: torch.Tensor, returns: torch.Tensor, perms: list[torch.Tensor], t0: int) -> None:
+    def start(self, obs: torch.Tensor, returns: torch.Tensor, perms: list[torch.Tensor], t0: int, lr: float) -> None:
         self.obs.copy_(obs)
         self.returns.copy_(returns)
         for k, perm in enumerate(perms):
             self.perms[k].copy_(perm)
-        self.conn.send(t0)
+        self.conn.send((t0, lr))
 
     def result(self) -> list[torch.Tensor]:
         try:

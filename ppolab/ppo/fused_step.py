@@ -258,10 +258,11 @@ class ActorStep:
         self.loss, self.mirror = loss, mirror
 
     @torch.no_grad()
-    def epoch(self, t0: int, size: int, rows: ActorRows) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
-        """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; (policy losses, mirror losses,
-        ratios), one per minibatch."""
-        return ACTOR_EPOCH(self.net, self.log_std, self.part, self.loss, self.mirror, rows, size, t0)
+    def epoch(self, t0: int, size: int, rows: ActorRows, lr: float) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
+        """Adam steps t0+1, ... at learning rate `lr` over one epoch's rows in minibatches of `size`; (policy
+        losses, mirror losses, ratios), one per minibatch."""
+        part = self.part._replace(lr=lr)
+        return ACTOR_EPOCH(self.net, self.log_std, part, self.loss, self.mirror, rows, size, t0)
 
 
 class CriticStep:
@@ -273,6 +274,7 @@ class CriticStep:
         self.part = adam_part(optimizer, CRITIC, max_grad_norm)
 
     @torch.no_grad()
-    def epoch(self, t0: int, size: int, obs: Tensor, returns: Tensor) -> list[Tensor]:
-        """Adam steps t0+1, ... over one epoch's rows in minibatches of `size`; the value losses."""
-        return CRITIC_EPOCH(self.net, self.part, obs, returns, size, t0)
+    def epoch(self, t0: int, size: int, obs: Tensor, returns: Tensor, lr: float) -> list[Tensor]:
+        """Adam steps t0+1, ... at learning rate `lr` over one epoch's rows in minibatches of `size`; the value
+        losses."""
+        return CRITIC_EPOCH(self.net, self.part._replace(lr=lr), obs, returns, size, t0)

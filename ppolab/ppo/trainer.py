@@ -25,6 +25,7 @@ from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
 from ppolab.ppo.critic_process import CriticProcess
 from ppolab.ppo.loss import LossSettings, MirrorMaps, mirror_maps
+from ppolab.ppo.lr_schedule import next_lr
 from ppolab.ppo.policy import (
     Actor,
     Critic,
@@ -226,7 +227,8 @@ def train(
                 mirror_obs=s.probe.symmetry.obs if s.mirror is not None else None,
             )  # fmt: skip
             update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
-            stats = s.update(storage, update_rng)
+            stats = {**s.update(storage, update_rng), "lr": s.optimizer.lr}  # the rate this update ran at
+            s.optimizer.lr = next_lr(cfg.schedule, s.optimizer.lr, stats["kl"], cfg.desired_kl)
             s.actor.norm.update(traj.obs)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
@@ -288,6 +290,8 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     if resume_dir is not None:
         remove_stale_temps(resume_dir)  # a run killed mid-checkpoint left its temp file
         point = resume_point(resume_dir, actor, critic, optimizer, notes)
+        if cfg.schedule == "fixed":
+            optimizer.lr = cfg.lr  # a fixed rate is the config's, whatever last.pt holds
         run_dir = resume_dir
         record_resume(run_dir, point.start_itr)
     else:

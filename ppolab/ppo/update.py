@@ -57,7 +57,9 @@ class Update(Protocol):
 class CriticRunner(Protocol):
     """Runs the critic's epochs elsewhere (ppolab.ppo.critic_process.CriticProcess) while the actor's run here."""
 
-    def start(self, obs: torch.Tensor, returns: torch.Tensor, perms: list[torch.Tensor], t0: int) -> None: ...
+    def start(
+        self, obs: torch.Tensor, returns: torch.Tensor, perms: list[torch.Tensor], t0: int, lr: float
+    ) -> None: ...
 
     def result(self) -> list[torch.Tensor]: ...
 
@@ -105,11 +107,12 @@ class AutogradUpdate:
         pass
 
 
-def critic_epochs(step: CriticStep, obs, returns, perms, hp: Hyper, t0: int) -> list:
-    """The critic's minibatch steps: each epoch's permutation cut into minibatches, Adam steps t0+1, t0+2, ..."""
+def critic_epochs(step: CriticStep, obs, returns, perms, hp: Hyper, t0: int, lr: float) -> list:
+    """The critic's minibatch steps: each epoch's permutation cut into minibatches, Adam steps t0+1, t0+2, ...
+    at learning rate `lr`."""
     losses, t = [], t0
     for perm in perms:
-        losses += step.epoch(t, hp.minibatch_size, obs[perm], returns[perm])
+        losses += step.epoch(t, hp.minibatch_size, obs[perm], returns[perm], lr)
         t += -(-len(perm) // hp.minibatch_size)
     return losses
 
@@ -127,22 +130,25 @@ class FusedUpdate:
     def __call__(self, storage: RolloutStorage, rng: np.random.Generator) -> dict[str, float]:
         hp = self.hp
         perms = [torch.from_numpy(rng.permutation(storage.obs.shape[0])) for _ in range(hp.epochs)]
-        t0 = self.optimizer.step_count
+        t0, lr = self.optimizer.step_count, self.optimizer.lr  # the learning rate of this iteration (a schedule's)
         if self.elsewhere is not None:
-            self.elsewhere.start(storage.obs, storage.returns, perms, t0)
+            self.elsewhere.start(storage.obs, storage.returns, perms, t0, lr)
         t = t0
         actor_losses, mirror_losses, ratios = [], [], []
         for perm in perms:
             rows = storage.epoch(perm)
             pg, mirrored, ratio = self.actor_step.epoch(
-                t, hp.minibatch_size, ActorRows(rows.obs, rows.actions, rows.logprobs, rows.advantages, rows.mirror_obs)
+                t,
+                hp.minibatch_size,
+                ActorRows(rows.obs, rows.actions, rows.logprobs, rows.advantages, rows.mirror_obs),
+                lr,
             )
             actor_losses += pg
             mirror_losses += mirrored
             ratios += ratio
             t += -(-len(perm) // hp.minibatch_size)
         if self.elsewhere is None:
-            critic_losses = critic_epochs(self.critic_step, storage.obs, storage.returns, perms, hp, t0)
+            critic_losses = critic_epochs(self.critic_step, storage.obs, storage.returns, perms, hp, t0, lr)
         else:
             critic_losses = self.elsewhere.result()
         self.optimizer.step_count = t
