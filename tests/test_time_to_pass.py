@@ -104,3 +104,16 @@ def test_tune_scores_a_run_by_minus_its_time_to_pass_and_a_censored_one_by_its_b
     points = dict(RunningScore("time_to_pass", RunFolder(tmp_path)).new_points())
     assert points[5] == pytest.approx(-60.0) and points[19] == pytest.approx(-200.0)
     assert points[39] == points[19]  # once passed, the value holds
+
+
+def test_the_committed_time_to_pass_study_is_valid_and_tune_asks_for_checks(tmp_path):
+    from conftest import REPO
+
+    from ppolab.experiments.tune.search_space import load_space
+
+    space = REPO / "experiments" / "tune" / "jvrc_walk-ttp.space.yaml"
+    assert load_space(space, {"check_every": 50}, ["jvrc_walk"]).fixed == {"n_itr": 1500}
+    proc = run_ppolab("tune", "--env", "jvrc_walk", "--space", str(space), "--study", "t", "--metric",
+                      "time_to_pass", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and "add --check-every N" in proc.stderr, proc.stderr
+    assert not (tmp_path / "experiments").exists()  # refused before any study or run was made

@@ -134,7 +134,8 @@ def load_space(path: Path, given: dict[str, Any], envs: list[str]) -> SearchSpac
             fixed[name] = value
     if not searched:
         raise loc.error(("params",), "nothing to search: give at least one flag a range or choices")
-    _check_values(loc, searched, {**given, **fixed})
+    for env in envs:  # each env with its own preset: a value valid for one may not be for another
+        _check_values(loc, searched, {"env": env, **given, **fixed})
     for env, (low, high) in spec.target_scores.items():
         if env not in envs:
             continue
@@ -179,7 +180,7 @@ def _distribution(loc: Locator, where: tuple[str, ...], value: dict) -> FloatRan
 
 def _check_values(loc: Locator, searched: dict, base: dict[str, Any]) -> None:
     """Every end of every range and every choice must be a valid train config with the fixed values."""
-    probe = {"env": "cartpole", **base}
+    probe = {"env": "cartpole", **base}  # `base` names the env; cartpole only for a caller that gives none
     try:
         TrainConfig(**probe)
     except ValidationError as exc:
