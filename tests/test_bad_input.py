@@ -148,8 +148,7 @@ def test_a_wandb_agent_command_line_drives_train(tmp_path):
     assert typo.stderr.strip() == (
         "ppolab train: error: unknown argument --entropy-coef; did you mean --entropy-coeff? (see ppolab train --help)"
     )
-    for lhw, why in (("--imitate_coeff", "imitating an expert"), ("--input_norm_steps", "normaliser"),
-                     ("--anneal", "not annealed")):  # fmt: skip
+    for lhw, why in (("--imitate_coeff", "imitating an expert"), ("--anneal", "not annealed")):
         proc = run_ppolab("train", "--env", "cartpole", lhw, "1")
         assert proc.returncode == 2 and "is LearningHumanoidWalking's" in proc.stderr and why in proc.stderr
         assert "did you mean" not in proc.stderr  # not --mirror-coeff for --imitate-coeff

@@ -496,8 +496,6 @@ def normalise(argv: list[str]) -> list[str]:
 
 
 LHW_FLAGS = {  # LearningHumanoidWalking's train flags that ppolab has no counterpart for, and why
-    "--input-norm-steps": "ppolab warms the observation normaliser up on its first rollouts and keeps it updated; "
-    "drop it",
     "--anneal": "ppolab's action std is fixed (--std-dev) or learned (--learn-std), not annealed; drop it",
     "--use-gae": "ppolab always estimates advantages with GAE (--lam); drop it",
     "--num-steps": "the batch is --num-procs x --num-envs-per-worker x --max-traj-len steps; drop it",

@@ -67,6 +67,11 @@ class TrainConfig(BaseModel):
     max_traj_len: int = Field(
         400, gt=0, le=MAX_STEPS, description="steps each env collects per iteration, and the episode horizon"
     )
+    input_norm_steps: int | None = Field(
+        None, ge=0, le=10**9,
+        description="env steps of the initial policy that start the observation normaliser, in whole batches "
+        "(0: it starts from zeros). Default: one batch (ppolab's); LearningHumanoidWalking's default is 100000",
+    )  # fmt: skip
     eval_freq: int = Field(
         100, gt=0, le=10**9, description="evaluate and checkpoint every N iterations (and at 0 and the end)"
     )

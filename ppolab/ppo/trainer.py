@@ -46,7 +46,6 @@ from ppolab.util.interrupt import sigterm_as_interrupt
 from ppolab.util.tables import count
 
 UPDATE_STREAM = 3
-WARMUP_ITERATIONS = 1
 
 
 def resolve_device(name: str) -> torch.device:
@@ -384,9 +383,15 @@ def start_critic_process(update: Update, optimizer: FlatAdam, hp: Hyper, batch_s
 
 
 def warm_up(s: Session) -> None:
-    """Observation normalisation starts from a rollout of the initial policy, not from zeros."""
+    """Observation normalisation starts from rollouts of the initial policy, not from zeros: one batch, or
+    --input-norm-steps of them (whole batches, rounded up; 0: none)."""
+    n = s.cfg.input_norm_steps
+    rounds = 1 if n is None else -(-n // s.cfg.batch_size)
+    if rounds == 0:
+        s.console.line("Observation normalization starts from zeros (--input-norm-steps 0)")
+        return
     s.console.line("Warming up observation normalization...")
-    for w in range(WARMUP_ITERATIONS):
+    for w in range(rounds):
         warm = s.sampler.sample(
             sampling_params(s.actor), seed=s.seed, stream=WARMUP_STREAM, iteration=w, steps=s.cfg.max_traj_len
         )
