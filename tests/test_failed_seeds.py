@@ -74,9 +74,18 @@ def test_seeds_that_never_learned_are_flagged_counted_and_the_split_is_said():
     runs += _config_runs("half", 3e-3, [420, 425, 415, 20, 25], {4: {"flat": True}, 5: {"flat": True}})
     text = compare(runs)
     assert "never_learned" in text and "Every finished run was stable" not in text
-    assert "**Split:** half's seeds fall into two groups, 2 at 20.0-25.0 and 3 at 415.0-425.0" in text
+    assert "**Split:** half's seeds fall into two groups, 3 that learned and 2 that failed (half-s4: never_learned" in text
     assert "3 of 5 (60%" in text
     assert verdict(runs)[0] == "inconclusive"
+
+
+def test_seeds_that_split_by_score_alone_are_said_to_and_normal_seeds_are_not():
+    from ppolab.analysis.stats import two_groups
+
+    assert two_groups(np.array([20.0, 25.0, 415.0, 420.0, 425.0])) == ([20.0, 25.0], [415.0, 420.0, 425.0])
+    rng = np.random.default_rng(8)
+    assert sum(two_groups(rng.normal(300, 40, 5)) is not None for _ in range(300)) <= 9  # its level is 1%
+    assert two_groups(np.array([20.0, 415.0, 425.0])) is None  # 3 seeds cannot show it
 
 
 def test_the_verdict_agrees_with_the_significance_lines_and_names_a_small_effect():

@@ -352,7 +352,13 @@ def seed_statistics(configs: list[Configuration], margin: float, margin_text: st
         for c in configs[1:]:
             statements.append(solve_statement(c, control))
     for c in configs:
-        if parts := c.split():
+        solved = len(c.finished) - len(c.failed)
+        if c.failed and solved:
+            statements.append(
+                f"**Split:** {c.label}'s seeds fall into two groups, {solved} that learned and {len(c.failed)} that "
+                f"failed ({_failed_text(c)}): its mean and interval describe neither; read its solve rate."
+            )
+        elif parts := c.split():
             low, high = parts
             statements.append(
                 f"**Split:** {c.label}'s seeds fall into two groups, {len(low)} at {min(low):.1f}-{max(low):.1f} and "
