@@ -19,6 +19,7 @@ ITER_BLOCK = [
     r"\|      Actor loss \| +\S+ \|",
     r"\|     Critic loss \| +\S+ \|",
     r"\|     Mirror loss \| +0 \|",
+    r"\|  Imitation loss \| +0 \|",
     r"\|     Mean KL Div \| +\S+ \|",
     r"\|    Mean Entropy \| +\S+ \|",
     r"\|   Clip Fraction \| +\S+ \|",

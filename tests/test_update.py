@@ -36,6 +36,14 @@ def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajecto
     )
 
 
+def expert_targets(rows: int, act_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """An expert's actions and their weights (three samples in four count, every action entry): the imitation
+    term is in every update these tests compare, so both kernels must agree on it too."""
+    rng = np.random.default_rng(2)
+    weights = np.repeat((rng.random(rows) < 0.75)[:, None], act_dim, axis=1).astype(np.float32)
+    return 0.3 * rng.standard_normal((rows, act_dim), dtype=np.float32), weights
+
+
 def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False) -> tuple[torch.Tensor, dict]:
     env = make_env(cfg.env, 1)
     torch.manual_seed(0)
@@ -49,6 +57,7 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
         update.elsewhere = CriticProcess(update.critic_step, optimizer, hyper(cfg), 100 * 6, env.obs_dim)
     traj = trajectories(100, 6, env.obs_dim, env.act_dim)
     actor.norm.update(traj.obs)
+    expert = expert_targets(100 * 6, env.act_dim)
     rng = np.random.default_rng(1)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the trainer runs: a reduction's last bits may depend on the thread count
@@ -56,7 +65,7 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
         for _ in range(updates):
             storage = RolloutStorage(
                 traj, actor, critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent,
-                device=torch.device("cpu"), mirror_obs=None if mirror is None else env.symmetry.obs,
+                device=torch.device("cpu"), mirror_obs=None if mirror is None else env.symmetry.obs, expert=expert,
             )  # fmt: skip
             stats = update(storage, rng)
     finally:
@@ -121,7 +130,7 @@ def test_the_scripted_epochs_give_the_python_functions_bits(env, monkeypatch):
 
 
 # A value for each loss setting that changes the update; a setting added to LossSettings needs one here.
-CHANGED = {"clip": 0.01, "entropy_coeff": 0.5, "mirror_coeff": 100.0}
+CHANGED = {"clip": 0.01, "entropy_coeff": 0.5, "mirror_coeff": 100.0, "imitate_coeff": 30.0}
 
 
 @pytest.mark.parametrize("name", LossSettings._fields)

@@ -499,8 +499,6 @@ LHW_FLAGS = {  # LearningHumanoidWalking's train flags that ppolab has no counte
     "--anneal": "ppolab's action std is fixed (--std-dev) or learned (--learn-std), not annealed; drop it",
     "--use-gae": "ppolab always estimates advantages with GAE (--lam); drop it",
     "--num-steps": "the batch is --num-procs x --num-envs-per-worker x --max-traj-len steps; drop it",
-    "--imitate": "imitating an expert policy is not in this ppolab yet; drop it",
-    "--imitate-coeff": "imitating an expert policy is not in this ppolab yet; drop it",
 }
 
 

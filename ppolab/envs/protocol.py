@@ -67,3 +67,13 @@ class Walker(BatchEnv, Protocol):
 
     def markers(self, i: int) -> list[Marker]:
         """What env i is told, to draw into a video (the walking and stepping tasks have them)."""
+
+
+class Imitating(BatchEnv, Protocol):
+    """A task that can show its states to an expert policy (`--imitate`; every task on a robot file)."""
+
+    layout: dict[str, slice]  # the observation's named entries
+
+    def expert_view(self, expert: Any) -> Any:
+        """An `imitation.ExpertView` of this task's observations for a policy of `expert`'s env; raises
+        `imitation.NoExpertView` saying why when there is none."""

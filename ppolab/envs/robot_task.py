@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError, create_model, model_validator
 
 from ppolab.envs.gait_clock import check_half_cycle
 from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch
+from ppolab.envs.imitation import ExpertView, NoExpertView, shared_view
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_model import BuildParams, Robot, load
 from ppolab.envs.symmetry import SignedPermutation, Symmetry
@@ -135,6 +136,26 @@ class RobotTask:
 
     def set_iteration(self, iteration: int) -> None:
         """Curricula that follow training hook in here (the stepping task's stairs); the others ignore it."""
+
+    # -- an expert's view of this task's states (--imitate) --------------------------------------
+    def expert_view(self, expert: RobotTask) -> ExpertView:
+        """How this task's observations look to a policy trained on `expert` (an env of the same robot): the
+        entries both observe copied by name, what only the expert observes filled by `expert_fill`."""
+        mine, theirs = self.robot_file.name, getattr(type(expert), "robot_file", None)
+        if theirs is None or theirs.name != mine:
+            raise NoExpertView(f"its env is not one of the robot {mine!r}'s tasks")
+        if expert.act_dim != self.act_dim:
+            raise NoExpertView(f"it drives {expert.act_dim} joints, this env {self.act_dim}")
+        return shared_view(self.layout, expert.layout, self.expert_fill(expert.task), self.act_dim,
+                           self.expert_mask())  # fmt: skip
+
+    def expert_fill(self, expert_task: str) -> dict[str, np.ndarray]:
+        """The values of what only an expert of `expert_task` observes (none by default: same task, same view)."""
+        return {}
+
+    def expert_mask(self):
+        """Which samples the imitation counts, from the observation batch (None: every sample)."""
+        return None
 
     # -- what every task observes first ---------------------------------------------------------
     def proprioception_layout(self) -> dict[str, slice]:

@@ -28,6 +28,7 @@ from ppolab.envs.humanoid import Range, Weights5, wrap_angle, yaw
 from ppolab.envs.protocol import Marker
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
+from ppolab.envs.walk import IN_PLACE, ONE_HOT
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
@@ -186,6 +187,16 @@ class StepTask(RobotTask):
     def observe(self) -> np.ndarray:
         obs = np.concatenate([self.proprioception(), self.clock_obs[self.phase], self._targets_in_root_frame()], axis=1)
         return self.batch.noisy(obs, self.layout)
+
+    def expert_fill(self, expert_task: str) -> dict[str, np.ndarray]:
+        """A walking expert steps in place with no velocity command (as LHW's H1 students ask theirs): the gait
+        its student needs before it follows targets."""
+        return {"mode": ONE_HOT[IN_PLACE], "command": np.zeros(3)} if expert_task == "walk" else {}
+
+    def expert_mask(self):
+        """Samples of a plan with targets (a standing plan's are all zero: its clock is held, not the walk's)."""
+        targets = self.layout["targets"]
+        return lambda obs: np.abs(obs[:, targets]).max(axis=1) > 0.05  # m: above any observation noise
 
     def markers(self, i: int) -> list[Marker]:
         """The plan's footstep targets on the ground: the one to reach now red, the next orange, the rest grey

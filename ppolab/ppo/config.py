@@ -97,6 +97,17 @@ class TrainConfig(BaseModel):
     )
     mirror: bool = Field(True, description="symmetry (mirror) loss, for envs that define a symmetry")
     mirror_coeff: float = Field(0.4, ge=0, description="weight of the mirror loss (jvrc_walk, jvrc_step)")
+    imitate: str | None = Field(
+        None,
+        description="an expert policy (a run folder or actor .pt, LearningHumanoidWalking's --imitate): the "
+        "student's mean action is pulled towards the expert's on the student's own states. The student's env says "
+        "what the expert sees (same robot: shared entries copied; a stepper shows a walking expert in-place "
+        "stepping, on samples with footstep targets)",
+    )
+    imitate_coeff: float = Field(0.3, ge=0, description="weight of the imitation loss (LHW's default, 0.3)")
+    imitate_sha256: str | None = Field(
+        None, description="the expert's SHA-256, recorded when the run starts: a resume refuses an expert that changed"
+    )
     hidden_sizes: list[int] = Field([64, 64], min_length=1, description="hidden layer widths of actor and critic")
     activation: ActivationName = Field(
         "tanh", description="hidden-layer activation of the MLPs (elu: rsl_rl's default; LSTMs use their own gates)"

@@ -29,6 +29,7 @@ TABLE_ROWS = [
     ("Actor loss", "actor_loss"),
     ("Critic loss", "critic_loss"),
     ("Mirror loss", "mirror_loss"),
+    ("Imitation loss", "imitation_loss"),
     ("Mean KL Div", "kl"),
     ("Mean Entropy", "entropy"),
     ("Clip Fraction", "clip_fraction"),

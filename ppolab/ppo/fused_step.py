@@ -15,7 +15,7 @@ torch.compile was no faster, benchmarks/README.md). Where TorchScript cannot be 
 the functions run from Python, with the same results.
 
 The mathematics is the autograd path's (ppolab.ppo.loss), term for term (clipped surrogate, value
-loss, entropy bonus, mirror loss), and tests/test_update.py checks the result against autograd's. The
+loss, entropy bonus, mirror loss, imitation loss), and tests/test_update.py checks the result against autograd's. The
 network's layers and activation come from its `network.NetSpec`; each activation's derivative is in
 `activate_backward`, and tests/test_network.py checks every activation of `network.ACTIVATIONS` here. The float32
 results differ from it in the last bits (another summation order in a few matmuls), so a seed's
@@ -75,13 +75,16 @@ class LogStd(NamedTuple):
 
 class ActorRows(NamedTuple):
     """Rows the policy's loss reads: normalised observations, actions, their old log-probabilities, normalised
-    advantages, and the mirrored observations (None without the mirror loss)."""
+    advantages, the mirrored observations (None without the mirror loss), and an expert's actions with their
+    weights (None without --imitate)."""
 
     obs: Tensor
     actions: Tensor
     logprobs: Tensor
     advantages: Tensor
     mirror_obs: Tensor | None
+    expert: Tensor | None = None
+    expert_weight: Tensor | None = None
 
 
 def activate(y: Tensor, activation: str) -> Tensor:
@@ -136,9 +139,9 @@ def adam(part: AdamPart, t: int) -> None:
 
 
 def actor_step(net: Mlp, log_std: LogStd, part: AdamPart, loss: LossSettings, mirror: MirrorMaps | None,
-               rows: ActorRows, t: int) -> tuple[Tensor, Tensor | None, Tensor]:  # fmt: skip
+               rows: ActorRows, t: int) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:  # fmt: skip
     """The policy's half of one PPO minibatch and its Adam step t. Returns the policy loss, the mirror loss
-    (or None) and the ratios."""
+    (or None), the ratios and the imitation loss (or None)."""
     n = rows.obs.shape[0]
     mirror_obs = rows.mirror_obs if mirror is not None else None
     x = rows.obs if mirror_obs is None else torch.cat([rows.obs, mirror_obs])  # one pass for both halves
@@ -158,6 +161,13 @@ def actor_step(net: Mlp, log_std: LogStd, part: AdamPart, loss: LossSettings, mi
     log_std_grad = log_std.grad
     if log_std_grad is not None:  # d logp / d log_std = z^2 - 1 per action; the entropy term's is 1
         torch.sub(d_logp @ (zz - 1.0), loss.entropy_coeff, out=log_std_grad)
+    imitation: Tensor | None = None
+    expert, weight = rows.expert, rows.expert_weight
+    if expert is not None and weight is not None:  # loss.imitation_loss and its gradient
+        diff = (mean - expert).mul_(weight)
+        count = weight.sum().clamp(min=1.0)
+        imitation = (diff * diff).sum() / count
+        d_mean = d_mean + diff.mul_(2.0 * loss.imitate_coeff).div_(count)
     mirror_loss: Tensor | None = None
     if mirror is not None and mirror_obs is not None:
         diff = mean - pi_outs[-1][n:][:, mirror.perm] * mirror.sign
@@ -166,7 +176,7 @@ def actor_step(net: Mlp, log_std: LogStd, part: AdamPart, loss: LossSettings, mi
         d_mean = torch.cat([d_mean + g, (-g * mirror.sign)[:, mirror.inverse]])
     mlp_backward(net, pi_outs, d_mean)
     adam(part, t)
-    return pg_loss, mirror_loss, ratio
+    return pg_loss, mirror_loss, ratio, imitation
 
 
 def critic_step(net: Mlp, part: AdamPart, obs: Tensor, returns: Tensor, t: int) -> Tensor:
@@ -179,26 +189,34 @@ def critic_step(net: Mlp, part: AdamPart, obs: Tensor, returns: Tensor, t: int) 
 
 
 def actor_epoch(net: Mlp, log_std: LogStd, part: AdamPart, loss: LossSettings, mirror: MirrorMaps | None,
-                rows: ActorRows, size: int, t0: int) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:  # fmt: skip
+                rows: ActorRows, size: int, t0: int
+                ) -> tuple[list[Tensor], list[Tensor], list[Tensor], list[Tensor]]:  # fmt: skip
     """One epoch's actor steps, t0+1, t0+2, ...: its rows (in the epoch's order) cut into minibatches of
-    `size`. Returns the policy losses, the mirror losses and the ratios, one per minibatch."""
+    `size`. Returns the policy losses, the mirror losses, the ratios and the imitation losses, one per
+    minibatch."""
     pg_losses: list[Tensor] = []
     mirror_losses: list[Tensor] = []
     ratios: list[Tensor] = []
+    imitation_losses: list[Tensor] = []
     t = t0
-    all_mirror_obs = rows.mirror_obs  # a local: TorchScript refines Optional locals only
+    all_mirror_obs = rows.mirror_obs  # locals: TorchScript refines Optional locals only
+    all_expert, all_weight = rows.expert, rows.expert_weight
     for start in range(0, rows.obs.shape[0], size):
         t += 1
         end = start + size
         mb_mirror = None if all_mirror_obs is None else all_mirror_obs[start:end]
+        mb_expert = None if all_expert is None else all_expert[start:end]
+        mb_weight = None if all_weight is None else all_weight[start:end]
         mb = ActorRows(rows.obs[start:end], rows.actions[start:end], rows.logprobs[start:end],
-                       rows.advantages[start:end], mb_mirror)  # fmt: skip
-        pg, mirror_loss, ratio = actor_step(net, log_std, part, loss, mirror, mb, t)
+                       rows.advantages[start:end], mb_mirror, mb_expert, mb_weight)  # fmt: skip
+        pg, mirror_loss, ratio, imitation = actor_step(net, log_std, part, loss, mirror, mb, t)
         pg_losses.append(pg)
         ratios.append(ratio)
         if mirror_loss is not None:
             mirror_losses.append(mirror_loss)
-    return pg_losses, mirror_losses, ratios
+        if imitation is not None:
+            imitation_losses.append(imitation)
+    return pg_losses, mirror_losses, ratios, imitation_losses
 
 
 def critic_epoch(net: Mlp, part: AdamPart, obs: Tensor, returns: Tensor, size: int, t0: int) -> list[Tensor]:
@@ -258,9 +276,10 @@ class ActorStep:
         self.loss, self.mirror = loss, mirror
 
     @torch.no_grad()
-    def epoch(self, t0: int, size: int, rows: ActorRows, lr: float) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
+    def epoch(self, t0: int, size: int, rows: ActorRows, lr: float
+              ) -> tuple[list[Tensor], list[Tensor], list[Tensor], list[Tensor]]:  # fmt: skip
         """Adam steps t0+1, ... at learning rate `lr` over one epoch's rows in minibatches of `size`; (policy
-        losses, mirror losses, ratios), one per minibatch."""
+        losses, mirror losses, ratios, imitation losses), one per minibatch."""
         part = self.part._replace(lr=lr)
         return ACTOR_EPOCH(self.net, self.log_std, part, self.loss, self.mirror, rows, size, t0)
 

@@ -1,7 +1,8 @@
 """PPO's loss: its settings by name, and its terms written with torch ops (the reference).
 
-The loss is  clipped surrogate - entropy_coeff * entropy + 0.5 * value error^2 + mirror_coeff * mirror error,
-the mirror term (a left-right symmetric policy, as LHW's) only where the env has a mirror map.
+The loss is  clipped surrogate - entropy_coeff * entropy + 0.5 * value error^2 + mirror_coeff * mirror error
++ imitate_coeff * imitation error, the mirror term (a left-right symmetric policy, as LHW's) only where the env
+has a mirror map, the imitation term (the mean action against an expert's, LHW's --imitate) only with an expert.
 
 Two kernels minimise it: autograd over the terms below (`--update exact`, and the LSTM networks), and
 the fused step (ppolab.ppo.fused_step), which writes the same terms and their gradients by hand for speed.
@@ -22,11 +23,13 @@ from ppolab.ppo.policy import gaussian_entropy
 
 
 class LossSettings(NamedTuple):
-    """The loss's weights: PPO's clip range, the entropy bonus's and the mirror loss's coefficients."""
+    """The loss's weights: PPO's clip range, the entropy bonus's, the mirror loss's and the imitation loss's
+    coefficients."""
 
     clip: float
     entropy_coeff: float
     mirror_coeff: float
+    imitate_coeff: float = 0.0
 
 
 class MirrorMaps(NamedTuple):
@@ -56,7 +59,15 @@ def mirror_loss(mean: Tensor, mirrored_mean: Tensor, maps: MirrorMaps) -> Tensor
     return ((mean - mirrored_mean[:, maps.perm] * maps.sign) ** 2).mean()
 
 
-def total_loss(pg: Tensor, critic: Tensor, std: Tensor, settings: LossSettings, mirror: Tensor | None) -> Tensor:
+def imitation_loss(mean: Tensor, expert: Tensor, weight: Tensor) -> Tensor:
+    """The mean squared difference between the policy's mean action and the expert's, over the samples and
+    action entries that count (`weight` 1, else 0); 0 when none does."""
+    diff = (mean - expert) * weight
+    return (diff * diff).sum() / weight.sum().clamp(min=1.0)
+
+
+def total_loss(pg: Tensor, critic: Tensor, std: Tensor, settings: LossSettings, mirror: Tensor | None,
+               imitation: Tensor | None = None) -> Tensor:  # fmt: skip
     """The terms weighted and summed, for autograd (the networks' parameters are disjoint: one backward
     serves both)."""
     if settings.entropy_coeff:
@@ -65,4 +76,6 @@ def total_loss(pg: Tensor, critic: Tensor, std: Tensor, settings: LossSettings, 
         loss = pg + critic
     if mirror is not None:
         loss = loss + settings.mirror_coeff * mirror
+    if imitation is not None:
+        loss = loss + settings.imitate_coeff * imitation
     return loss

@@ -250,8 +250,9 @@ class MetricsLog:
     def iteration(self, rec: dict) -> None:
         self.written = [{"type": "iteration", **rec}]
         scalars = {f"charts/{k}": rec[k] for k in ("mean_eprew", "mean_eplen", "noise_std", "fps", "lr") if k in rec}
-        for key in ("actor_loss", "critic_loss", "mirror_loss", "kl", "entropy", "clip_fraction"):
-            scalars[f"losses/{key}"] = rec[key]
+        for key in ("actor_loss", "critic_loss", "mirror_loss", "imitation_loss", "kl", "entropy", "clip_fraction"):
+            if key in rec:  # a record from before imitation_loss existed (a resumed older run) lacks it
+                scalars[f"losses/{key}"] = rec[key]
         self._record({"type": "iteration", **rec}, scalars)
 
     def evaluation(self, rec: dict) -> None:

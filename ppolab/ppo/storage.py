@@ -124,6 +124,8 @@ class Minibatch:
     returns: torch.Tensor
     mirror_obs: torch.Tensor | None = None
     mask: torch.Tensor | None = None
+    expert: torch.Tensor | None = None  # the expert's actions on these states (--imitate), one row per real step
+    expert_weight: torch.Tensor | None = None  # 1 where a sample's action entry counts in the imitation, else 0
 
     def policy(self, actor, obs: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The actor's mean (one row per real step) and std on `obs` (default: the minibatch's)."""
@@ -142,7 +144,8 @@ class RolloutStorage:
 
     Observations are normalised once, with the statistics frozen for the update.
     `mirror_obs` (the env's observation mirror) adds the mirrored observations the
-    mirror loss needs.
+    mirror loss needs; `expert` (an expert's actions and their weights, one row per sample) the
+    imitation loss's targets.
     """
 
     def __init__(
@@ -156,6 +159,7 @@ class RolloutStorage:
         recurrent: bool,
         device: torch.device,
         mirror_obs: Callable[[np.ndarray], np.ndarray] | None = None,
+        expert: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         steps, slots = traj.rewards.shape
         flat = lambda x: torch.from_numpy(x.reshape(steps * slots, -1)).to(device)  # noqa: E731
@@ -181,6 +185,9 @@ class RolloutStorage:
                 raw = mirror_obs(traj.obs.reshape(steps * slots, -1)).astype(np.float32)
                 self.mirror_obs = actor.norm(torch.from_numpy(raw).to(device))
         self.old_mean, self.old_std = old_mean, old_std.expand_as(old_mean)
+        self.expert = self.expert_weight = None
+        if expert is not None:
+            self.expert, self.expert_weight = (torch.from_numpy(x).to(device) for x in expert)
         next_values = np.concatenate([values[1:], np.zeros((1, slots), values.dtype)])
         next_values = np.where(traj.ended, final_values, next_values)
         advantages, returns = compute_gae(traj.rewards, values, next_values, traj.terminated, traj.ended, gamma, lam)
@@ -199,8 +206,9 @@ class RolloutStorage:
         """Every feed-forward row in the order of `perm` (a permutation), advantages normalised: one gather per
         epoch, then contiguous minibatches (slices) of it."""
         mirror = self.mirror_obs[perm] if self.mirror_obs is not None else None
+        expert, weight = (None, None) if self.expert is None else (self.expert[perm], self.expert_weight[perm])
         return Minibatch(self.obs[perm], self.actions[perm], self.logprobs[perm], self.normalised[perm],
-                         self.returns[perm], mirror)  # fmt: skip
+                         self.returns[perm], mirror, expert=expert, expert_weight=weight)  # fmt: skip
 
     def rows(self, perm: torch.Tensor, size: int) -> Iterator[Minibatch]:
         """One epoch of feed-forward minibatches in the order of `perm` (a permutation of the rows)."""
@@ -208,8 +216,9 @@ class RolloutStorage:
         for start in range(0, len(perm), size):
             mb = slice(start, start + size)
             mirror = None if rows.mirror_obs is None else rows.mirror_obs[mb]
+            expert, weight = (None, None) if rows.expert is None else (rows.expert[mb], rows.expert_weight[mb])
             yield Minibatch(rows.obs[mb], rows.actions[mb], rows.logprobs[mb], rows.advantages[mb],
-                            rows.returns[mb], mirror)  # fmt: skip
+                            rows.returns[mb], mirror, expert=expert, expert_weight=weight)  # fmt: skip
 
     def _segments(self, adv: torch.Tensor, size: int, rng: np.random.Generator) -> Iterator[Minibatch]:
         seg = self.seg
@@ -220,9 +229,9 @@ class RolloutStorage:
             rows = mb.flat_index()
             mirror = None if self.mirror_obs is None else mb.pad(self.mirror_obs)
             obs = mb.pad(self.obs)
-            yield Minibatch(
-                obs, self.actions[rows], self.logprobs[rows], adv[rows], self.returns[rows], mirror, mb.mask
-            )
+            expert, weight = (None, None) if self.expert is None else (self.expert[rows], self.expert_weight[rows])
+            yield Minibatch(obs, self.actions[rows], self.logprobs[rows], adv[rows], self.returns[rows], mirror,
+                            mb.mask, expert, weight)  # fmt: skip
 
     def kl(self, actor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean KL from the old policy to `actor` over the whole batch, and the actor's std."""

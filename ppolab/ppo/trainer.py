@@ -24,6 +24,7 @@ from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.console import Console
 from ppolab.ppo.critic_process import CriticProcess
+from ppolab.ppo.imitation import Expert
 from ppolab.ppo.loss import LossSettings, MirrorMaps, mirror_maps
 from ppolab.ppo.lr_schedule import next_lr
 from ppolab.ppo.policy import (
@@ -88,7 +89,8 @@ def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor,
 
 
 def hyper(cfg: TrainConfig) -> Hyper:
-    loss = LossSettings(clip=cfg.clip, entropy_coeff=cfg.entropy_coeff, mirror_coeff=cfg.mirror_coeff)
+    loss = LossSettings(clip=cfg.clip, entropy_coeff=cfg.entropy_coeff, mirror_coeff=cfg.mirror_coeff,
+                        imitate_coeff=cfg.imitate_coeff)  # fmt: skip
     return Hyper(epochs=cfg.epochs, minibatch_size=cfg.minibatch_size, loss=loss, max_grad_norm=cfg.max_grad_norm,
                  update=cfg.update)  # fmt: skip
 
@@ -192,6 +194,7 @@ class Session:
     fresh: bool = True  # a new run folder, not a resumed one
     mirror: MirrorMaps | None = None  # the mirror loss's action map (None: no mirror loss)
     check_time: float = 0.0  # seconds spent in behaviour checks (--check-every), resumed runs included
+    expert: Expert | None = None  # --imitate's expert
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -224,6 +227,7 @@ def train(
             storage = RolloutStorage(
                 traj, s.actor, s.critic, gamma=cfg.gamma, lam=cfg.lam, recurrent=cfg.recurrent, device=s.device,
                 mirror_obs=s.probe.symmetry.obs if s.mirror is not None else None,
+                expert=s.expert.targets(traj.obs.reshape(-1, traj.obs.shape[-1])) if s.expert else None,
             )  # fmt: skip
             update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
             stats = {**s.update(storage, update_rng), "lr": s.optimizer.lr}  # the rate this update ran at
@@ -268,8 +272,10 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     if resume_dir is None:
         env_overrides = env_config.resolve(cfg.env, cfg.yaml, cfg.robot)
     probe = make_env(cfg.env, 1, env_overrides)
+    expert, notes = imitation_expert(cfg, probe)
+    if expert is not None and cfg.imitate_sha256 is None:
+        cfg = cfg.model_copy(update={"imitate_sha256": expert.checksum})  # in config.yaml: a resume checks it
     actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
-    notes: list[str] = []
     if cfg.continued and resume_dir is None:
         notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
     actor.to(device)
@@ -322,7 +328,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
             critic=critic, optimizer=optimizer, sampler=sampler, run_dir=run_dir, console=console,
             log_file=log_file, metrics=metrics, eval_env=eval_env, update=update, start_itr=point.start_itr,
             total_steps=point.total_steps, prior_time=point.prior_time, best=point.best, fresh=resume_dir is None,
-            mirror=mirror, check_time=check_time,
+            mirror=mirror, check_time=check_time, expert=expert,
         )  # fmt: skip
     except BaseException:
         sampler.close()
@@ -330,6 +336,18 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         if resume_dir is None:
             discard_new_run(run_dir)
         raise
+
+
+def imitation_expert(cfg: TrainConfig, probe: BatchEnv) -> tuple[Expert | None, list[str]]:
+    """--imitate's expert, checked against this env and against the checksum a resumed run recorded; the
+    console's note saying which update computes its loss."""
+    if not cfg.imitate:
+        return None, []
+    expert = Expert.load(cfg.imitate, probe, cfg.env)
+    expert.check_unchanged(cfg.imitate_sha256)
+    kernel = "exact (autograd's)" if cfg.recurrent or cfg.update == "exact" else "fused (gradient written out)"
+    return expert, [f"Imitating {expert.path} (trained on {expert.env}; --imitate-coeff {cfg.imitate_coeff}): "
+                    f"the {kernel} update computes the imitation loss"]  # fmt: skip
 
 
 def header_tables(

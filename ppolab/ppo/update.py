@@ -18,7 +18,15 @@ import torch
 
 from ppolab.ppo.adam import FlatAdam
 from ppolab.ppo.fused_step import ActorRows, ActorStep, CriticStep, supports
-from ppolab.ppo.loss import LossSettings, MirrorMaps, mirror_loss, surrogate_loss, total_loss, value_loss
+from ppolab.ppo.loss import (
+    LossSettings,
+    MirrorMaps,
+    imitation_loss,
+    mirror_loss,
+    surrogate_loss,
+    total_loss,
+    value_loss,
+)
 from ppolab.ppo.policy import gaussian_entropy, gaussian_log_prob
 from ppolab.ppo.storage import RolloutStorage
 
@@ -33,6 +41,9 @@ class Hyper:
     loss: LossSettings
     max_grad_norm: float
     update: str = "fused"
+
+
+LOSSES = ("actor_loss", "critic_loss", "mirror_loss", "imitation_loss")  # the table's loss rows: 0 where none
 
 
 def update_stats(losses: dict[str, list[torch.Tensor]], ratios: list[torch.Tensor], clip: float, kl, std) -> dict:
@@ -73,33 +84,33 @@ class AutogradUpdate:
     def __init__(self, actor, critic, optimizer: FlatAdam, hp: Hyper, mirror: MirrorMaps | None) -> None:
         self.actor, self.critic, self.optimizer, self.hp, self.mirror = actor, critic, optimizer, hp, mirror
 
-    def step(self, mb) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        """One minibatch's losses and gradients: the policy, value and mirror losses and the ratios."""
+    def step(self, mb) -> dict[str, torch.Tensor]:
+        """One minibatch's losses and gradients: the policy, value, mirror and imitation losses (those that
+        apply) and the ratios."""
         settings = self.hp.loss
         mean, std = mb.policy(self.actor)
         ratio = (gaussian_log_prob(mean, std, mb.actions) - mb.logprobs).exp()
-        pg_loss = surrogate_loss(ratio, mb.advantages, settings.clip)
-        critic_loss = value_loss(mb.value(self.critic), mb.returns)
-        mirrored = None
+        out = {"actor_loss": surrogate_loss(ratio, mb.advantages, settings.clip),
+               "critic_loss": value_loss(mb.value(self.critic), mb.returns)}  # fmt: skip
         if self.mirror is not None and mb.mirror_obs is not None:
-            mirrored = mirror_loss(mean, mb.policy(self.actor, mb.mirror_obs)[0], self.mirror)
+            out["mirror_loss"] = mirror_loss(mean, mb.policy(self.actor, mb.mirror_obs)[0], self.mirror)
+        if mb.expert is not None:
+            out["imitation_loss"] = imitation_loss(mean, mb.expert, mb.expert_weight)
         self.optimizer.zero_grad()
-        total_loss(pg_loss, critic_loss, std, settings, mirrored).backward()
-        mirrored = None if mirrored is None else mirrored.detach()
-        return pg_loss.detach(), critic_loss.detach(), mirrored, ratio.detach()
+        total_loss(out["actor_loss"], out["critic_loss"], std, settings, out.get("mirror_loss"),
+                   out.get("imitation_loss")).backward()  # fmt: skip
+        return {**{k: v.detach() for k, v in out.items()}, "ratio": ratio.detach()}
 
     def __call__(self, storage: RolloutStorage, rng: np.random.Generator) -> dict[str, float]:
-        losses: dict[str, list[torch.Tensor]] = {"actor_loss": [], "critic_loss": [], "mirror_loss": []}
+        losses: dict[str, list[torch.Tensor]] = {k: [] for k in LOSSES}
         ratios = []
         for _ in range(self.hp.epochs):
             for mb in storage.minibatches(self.hp.minibatch_size, rng):
-                pg_loss, critic_loss, mirrored, ratio = self.step(mb)
+                out = self.step(mb)
                 self.optimizer.step(self.hp.max_grad_norm)
-                losses["actor_loss"].append(pg_loss)
-                losses["critic_loss"].append(critic_loss)
-                ratios.append(ratio)
-                if mirrored is not None:
-                    losses["mirror_loss"].append(mirrored)
+                ratios.append(out.pop("ratio"))
+                for k, v in out.items():
+                    losses[k].append(v)
         kl, std = storage.kl(self.actor)
         return update_stats(losses, ratios, self.hp.loss.clip, kl, std)
 
@@ -134,18 +145,16 @@ class FusedUpdate:
         if self.elsewhere is not None:
             self.elsewhere.start(storage.obs, storage.returns, perms, t0, lr)
         t = t0
-        actor_losses, mirror_losses, ratios = [], [], []
+        actor_losses, mirror_losses, ratios, imitation_losses = [], [], [], []
         for perm in perms:
             rows = storage.epoch(perm)
-            pg, mirrored, ratio = self.actor_step.epoch(
-                t,
-                hp.minibatch_size,
-                ActorRows(rows.obs, rows.actions, rows.logprobs, rows.advantages, rows.mirror_obs),
-                lr,
-            )
+            actor_rows = ActorRows(rows.obs, rows.actions, rows.logprobs, rows.advantages, rows.mirror_obs,
+                                   rows.expert, rows.expert_weight)  # fmt: skip
+            pg, mirrored, ratio, imitated = self.actor_step.epoch(t, hp.minibatch_size, actor_rows, lr)
             actor_losses += pg
             mirror_losses += mirrored
             ratios += ratio
+            imitation_losses += imitated
             t += -(-len(perm) // hp.minibatch_size)
         if self.elsewhere is None:
             critic_losses = critic_epochs(self.critic_step, storage.obs, storage.returns, perms, hp, t0, lr)
@@ -153,7 +162,8 @@ class FusedUpdate:
             critic_losses = self.elsewhere.result()
         self.optimizer.step_count = t
         kl, std = storage.kl(self.actor)
-        losses = {"actor_loss": actor_losses, "critic_loss": critic_losses, "mirror_loss": mirror_losses}
+        losses = {"actor_loss": actor_losses, "critic_loss": critic_losses, "mirror_loss": mirror_losses,
+                  "imitation_loss": imitation_losses}  # fmt: skip
         return update_stats(losses, ratios, hp.loss.clip, kl, std)
 
     def close(self) -> None:
