@@ -58,7 +58,8 @@ from ppolab.util import tables
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count
 
-NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "continued"}
+NOT_HYPERPARAMETERS = {"seed", "logdir", "run_name", "experiment_tag", "imitate_sha256"}  # a start from
+# pretrained weights (`continued`) is a treatment: it stays
 DEFAULT_MIN_EFFECT = 0.1  # of the control's mean |final reward|, when the sweep gives no metadata.min_effect
 FPS_SPREAD = 0.2  # runs whose throughput differs more than this: wall-time comparisons are confounded
 ADVICE = {

@@ -62,7 +62,7 @@ def _seeds_spec(value: Any) -> Any:
 
 Seeds = Annotated[list[Seed], BeforeValidator(_seeds_spec)]
 NAME = RUN_NAME  # a run name is a folder name
-NOT_IN_SWEEPS = {"logdir", "run_name", "continued"}  # set per run by the runner, not by the file
+NOT_IN_SWEEPS = {"logdir", "run_name"}  # set per run by the runner, not by the file
 
 
 class Metadata(BaseModel):
