@@ -40,6 +40,7 @@ class InnerParser(argparse.ArgumentParser):
 
 
 METAVARS = {int: "N", float: "X"}
+PATH_FLAGS = {"imitate", "continued", "yaml", "robot"}  # a str flag that names a file or folder
 TRUE, FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
@@ -93,7 +94,7 @@ def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel], ski
         elif isinstance(kind, tuple):
             parser.add_argument(flag(name), choices=kind[1], help=help_text, **common)
         else:
-            metavar = METAVARS.get(kind, name.split("_")[-1].upper())
+            metavar = "PATH" if name in PATH_FLAGS else METAVARS.get(kind, name.split("_")[-1].upper())
             parser.add_argument(flag(name), type=kind, metavar=metavar, help=help_text, **common)
 
 
