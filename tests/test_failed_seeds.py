@@ -74,7 +74,8 @@ def test_seeds_that_never_learned_are_flagged_counted_and_the_split_is_said():
     runs += _config_runs("half", 3e-3, [420, 425, 415, 20, 25], {4: {"flat": True}, 5: {"flat": True}})
     text = compare(runs)
     assert "never_learned" in text and "Every finished run was stable" not in text
-    assert "**Split:** half's seeds fall into two groups, 3 that learned and 2 that failed (half-s4: never_learned" in text
+    split = "**Split:** half's seeds fall into two groups, 3 that learned and 2 that failed (half-s4: never_learned"
+    assert split in text
     assert "3 of 5 (60%" in text
     assert verdict(runs)[0] == "inconclusive"
 
@@ -95,7 +96,7 @@ def test_the_verdict_agrees_with_the_significance_lines_and_names_a_small_effect
     result, why = verdict(runs)
     assert result == "inconclusive" and "worse is significantly worse" in why
     assert "**Significant:** worse is worse" in compare(runs)
-    small = _config_runs("control", 1e-3, [300, 301, 302, 299, 300]) + _config_runs("learnstd", 2e-3,
-                                                                                  [315, 316, 314, 315, 316])  # fmt: skip
+    small = _config_runs("control", 1e-3, [300, 301, 302, 299, 300])
+    small += _config_runs("learnstd", 2e-3, [315, 316, 314, 315, 316])
     result, why = verdict(small, min_effect_value=30)
     assert result == "supported" and why.startswith("learnstd beats") and "below the smallest effect of interest" in why

@@ -80,9 +80,10 @@ def test_the_imitation_loss_pulls_the_student_to_the_expert_on_a_fixed_batch(upd
 def test_imitating_through_lhw_s_command_line_records_the_expert_and_a_resume_refuses_a_changed_one(tmp_path):
     expert = tmp_path / "expert.pt"
     expert.write_bytes((WALKER / "actor.pt").read_bytes())
-    proc = run_ppolab("train", "--env", "jvrc_step", "--n-itr", "2", "--num-procs", "2", "--max-traj-len", "40",
-                      "--minibatch-size", "40", "--eval-freq", "100", "--eval-episodes", "1", "--seed", "1",
-                      "--imitate", str(expert), "--imitate-coeff", "0.5", "--logdir", str(tmp_path / "runs"))  # fmt: skip
+    small = ["--n-itr", "2", "--num-procs", "2", "--max-traj-len", "40", "--minibatch-size", "40", "--eval-freq", "100",
+             "--eval-episodes", "1", "--seed", "1"]  # fmt: skip
+    proc = run_ppolab("train", "--env", "jvrc_step", *small, "--imitate", str(expert), "--imitate-coeff", "0.5",
+                      "--logdir", str(tmp_path / "runs"))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert f"Imitating {expert} (trained on jvrc_walk; --imitate-coeff 0.5)" in proc.stdout
     assert "|  Imitation loss |" in proc.stdout  # LHW's row, where LHW prints it

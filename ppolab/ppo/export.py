@@ -1,0 +1,160 @@
+"""`ppolab export`: a trained policy for a robot's controller, and the contract its inputs and outputs follow.
+
+The ONNX (or TorchScript) file maps raw observations to the deterministic action: the observation
+normaliser is folded in, so a controller feeds what it measures, arranged as the sidecar JSON says.
+The sidecar (`<file>.json`) is the contract a deployer matches on hardware: every observation entry
+(name, slice, units, source), the joint order, what an action means (offsets from the nominal pose,
+scaled, smoothed), the PD gains and limits, the control and physics rates, and the versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import torch
+from torch import nn
+
+from ppolab import __version__
+from ppolab.envs import make_env
+from ppolab.errors import UserError
+from ppolab.ppo import checkpoint as ckpt
+from ppolab.ppo.playback import load_actor
+from ppolab.ppo.recording import temp_path
+
+UNITS = {  # an observation entry's units and where a controller reads it
+    "root_orient": ("rad", "IMU: roll and pitch of the root (pelvis) frame"),
+    "root_ang_vel": ("rad/s", "IMU: the root's angular velocity, in its own frame"),
+    "joint_pos": ("rad", "leg joint encoders, in joint_order"),
+    "joint_vel": ("rad/s", "leg joint velocities, in joint_order"),
+    "joint_torque": ("N m", "leg joint torques, in joint_order"),
+    "clock": ("1", "the gait clock: sin and cos of the phase, one cycle per gait period"),
+    "mode": ("1", "the command's mode, one-hot: standing, in place, forward"),
+    "command": ("m/s, m/s, rad/s", "forward speed, sideways speed, yaw rate (in place), heading correction included"),
+    "targets": ("m, rad", "the next two footstep targets (x, y, z, yaw) in the root's heading frame"),
+}
+
+
+class DeterministicPolicy(nn.Module):
+    """Raw observation -> mean action: the actor's normaliser and network, nothing else."""
+
+    def __init__(self, actor: nn.Module) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor.head(self.actor.norm(obs))[0]
+
+
+def contract(meta: dict) -> dict:
+    """The sidecar: what the exported policy reads and what its output means, from the env it was trained on."""
+    env = make_env(meta["env"], 1, meta.get("env_config"))
+    cfg = env.cfg
+    out: dict = {"schema_version": 1, "env": meta["env"], "obs_dim": env.obs_dim, "act_dim": env.act_dim,
+                 "iteration": meta.get("iteration"), "normaliser": "folded into the network: feed raw observations",
+                 "versions": {"ppolab": __version__, "torch": torch.__version__, "mujoco": mujoco.__version__,
+                              "python": platform.python_version()}}  # fmt: skip
+    layout = getattr(env, "layout", None)
+    if layout:
+        out["observation"] = [
+            {"name": name, "slice": [s.start, s.stop], "units": UNITS.get(name, ("", ""))[0],
+             "source": UNITS.get(name, ("", ""))[1]}
+            for name, s in layout.items()
+        ]  # fmt: skip
+    robot = getattr(env, "robot", None)
+    if robot is not None:
+        legs = list(robot.file.legs)
+        m = env.model
+        act = {m.actuator(i).trnid[0]: i for i in range(m.nu)}
+        ids = [act[m.joint(j).id] for j in legs]
+        out["joint_order"] = legs
+        out["action"] = {
+            "meaning": "target joint angle = nominal + scale * smoothed action, held by PD servos; smoothed = "
+            "smoothing * action + (1 - smoothing) * previous (the previous raw action with filter 'pair', "
+            "the previous smoothed one with 'ema')",
+            "nominal_rad": dict(zip(legs, map(float, env.batch.nominal_leg))), "scale": cfg.action_scale,
+            "smoothing": cfg.action_smoothing, "filter": cfg.action_filter, "clip": cfg.action_clip,
+            "kp": {j: float(m.actuator_gainprm[i, 0]) for j, i in zip(legs, ids)},
+            "kd": {j: float(-m.actuator_biasprm[i, 2]) for j, i in zip(legs, ids)},
+            "torque_limit_nm": {j: float(m.actuator_forcerange[i, 1]) if m.actuator_forcelimited[i] else None
+                                for j, i in zip(legs, ids)},
+        }  # fmt: skip
+        out["rates"] = {"control_dt": cfg.control_dt, "physics_dt": cfg.physics_dt,
+                        "substeps": round(cfg.control_dt / cfg.physics_dt)}  # fmt: skip
+    return out
+
+
+def check_output(flag: str, name: str, suffix: str) -> Path:
+    """An output path that can be written: the right suffix, not a folder, its folder writable."""
+    path = Path(name)
+    if path.suffix.lower() != suffix:
+        raise UserError(f"{flag} {name}: name a {suffix} file")
+    if path.is_dir():
+        raise UserError(f"{flag} {name}: is a folder; name a {suffix} file inside it")
+    parent = path.absolute().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(f"{flag} {name}: cannot write in {parent}; choose another place")
+    return path
+
+
+def export(path: Path, onnx: str | None = None, torchscript: str | None = None) -> list[Path]:
+    """Write the policy at `path` as ONNX and/or TorchScript, each with its sidecar; returns what was written.
+    Every file is written to a temp name and renamed: a failure leaves no partial file."""
+    outputs = [(check_output("--onnx", onnx, ".onnx"), "onnx")] if onnx else []
+    outputs += [(check_output("--torchscript", torchscript, ".pt"), "torchscript")] if torchscript else []
+    if not outputs:
+        raise UserError("give --onnx FILE.onnx and/or --torchscript FILE.pt (what to write)")
+    ckpt.find_actor(path)  # a missing path is named before anything is built
+    actor, meta = load_actor(path)
+    if meta.get("recurrent"):
+        raise UserError(f"{path}: an LSTM policy; its export (with its state as inputs and outputs) is not in "
+                        "this ppolab yet: export an MLP policy")  # fmt: skip
+    module = DeterministicPolicy(actor).eval()
+    sidecar = contract(meta)
+    written = []
+    for out, kind in outputs:
+        tmp = temp_path(out)
+        try:
+            with torch.no_grad():
+                if kind == "onnx":
+                    _onnx(module, meta["obs_dim"], tmp)
+                else:
+                    torch.jit.trace(module, torch.zeros(1, meta["obs_dim"])).save(str(tmp))
+            side = out.with_name(out.name + ".json")
+            side_tmp = temp_path(side)
+            side_tmp.write_text(json.dumps({**sidecar, "file": out.name, "format": kind}, indent=2) + "\n")
+            os.replace(tmp, out)
+            os.replace(side_tmp, side)
+        except OSError as exc:
+            for t in (tmp, temp_path(out.with_name(out.name + ".json"))):
+                t.unlink(missing_ok=True)
+            raise UserError(f"--{kind} {out}: cannot write it ({exc.strerror}); choose another place") from None
+        written += [out, side]
+    return written
+
+
+def _onnx(module: nn.Module, obs_dim: int, dest: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript-based exporter's deprecation notice: it needs no onnxscript
+        torch.onnx.export(module, (torch.zeros(1, obs_dim),), str(dest), dynamo=False, input_names=["obs"],
+                          output_names=["action"], dynamic_axes={"obs": {0: "batch"}, "action": {0: "batch"}},
+                          opset_version=17)  # fmt: skip
+
+
+def max_difference(exported: Path, actor_path: Path, obs: np.ndarray) -> float:
+    """The largest difference between onnxruntime's actions and ppolab's own policy's on `obs`."""
+    import onnxruntime
+
+    from ppolab.ppo.policy import sampling_params
+    from ppolab.ppo.sampling_policy import SamplingPolicy
+
+    actor, _ = load_actor(actor_path)
+    ours = SamplingPolicy(sampling_params(actor))(obs.astype(np.float32))
+    theirs = onnxruntime.InferenceSession(str(exported)).run(None, {"obs": obs.astype(np.float32)})[0]
+    return float(np.abs(np.asarray(ours) - theirs).max())

@@ -1,0 +1,65 @@
+"""`ppolab export`: the exported policy gives ppolab's own actions, and its sidecar says what it reads and means."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO, run_ppolab
+
+from ppolab.envs import make_env
+from ppolab.ppo.export import max_difference
+from ppolab.ppo.playback import load_actor
+from ppolab.ppo.policy import sampling_params
+from ppolab.ppo.sampling_policy import SamplingPolicy
+
+
+def recorded_observations(name: str, rows: int = 1000) -> np.ndarray:
+    """Observations the shipped policy meets when it runs its env (8 envs, 125 steps): the inputs to compare on."""
+    actor, meta = load_actor(REPO / "pretrained" / name)
+    env, policy = make_env(meta["env"], 8, meta["env_config"]), SamplingPolicy(sampling_params(actor))
+    for i in range(8):
+        env.reset_one(i, np.random.default_rng(i))
+    obs = [env.observe()]
+    while len(obs) * 8 < rows:
+        obs.append(env.step(policy(obs[-1]))[0])
+    return np.concatenate(obs)[:rows]
+
+
+@pytest.mark.parametrize("name", ["jvrc_walk", "t1_walk"])
+def test_the_exported_policy_gives_ppolab_s_actions_within_1e_5(tmp_path, name):
+    proc = run_ppolab("export", str(REPO / "pretrained" / name), "--onnx", str(tmp_path / "p.onnx"),
+                      "--torchscript", str(tmp_path / "p.pt"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    obs = recorded_observations(name)
+    assert max_difference(tmp_path / "p.onnx", REPO / "pretrained" / name, obs) < 1e-5
+    scripted = torch.jit.load(str(tmp_path / "p.pt"))
+    ours = SamplingPolicy(sampling_params(load_actor(REPO / "pretrained" / name)[0]))(obs)
+    assert np.abs(scripted(torch.from_numpy(obs)).detach().numpy() - ours).max() < 1e-5
+    side = json.loads((tmp_path / "p.onnx.json").read_text())
+    env = make_env(side["env"], 1)
+    assert side["obs_dim"] == env.obs_dim and len(side["joint_order"]) == side["act_dim"] == env.act_dim
+    covered = sorted(tuple(e["slice"]) for e in side["observation"])
+    assert covered[0][0] == 0 and covered[-1][1] == env.obs_dim  # every entry named, once, in order
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
+    assert set(side["action"]["kp"]) == set(side["joint_order"]) and side["rates"]["substeps"] >= 1
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["nothing-here", "--onnx", "{tmp}/p.onnx"], "nothing-here: no such file"),
+        (["{repo}/pretrained/jvrc_walk", "--onnx", "{tmp}/p.txt"], "--onnx {tmp}/p.txt: name a .onnx file"),
+        (["{repo}/pretrained/jvrc_walk", "--onnx", "{tmp}/missing/p.onnx"], "cannot write in"),
+        (["{repo}/pretrained/jvrc_walk"], "give --onnx FILE.onnx and/or --torchscript FILE.pt"),
+        (["{repo}/README.md", "--onnx", "{tmp}/p.onnx"], "not a readable checkpoint"),
+    ],
+)
+def test_a_bad_export_is_one_line_and_writes_nothing(tmp_path, args, says):
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{repo}", str(REPO)) for a in args]
+    proc = run_ppolab("export", *args, cwd=tmp_path)
+    says = says.replace("{tmp}", str(tmp_path))
+    assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not list(tmp_path.glob("*.onnx*")) and not list(tmp_path.glob(".*tmp*"))
