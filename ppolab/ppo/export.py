@@ -34,7 +34,11 @@ UNITS = {  # an observation entry's units and where a controller reads it
     "joint_torque": ("N m", "leg joint torques, in joint_order"),
     "clock": ("1", "the gait clock: sin and cos of the phase, one cycle per gait period"),
     "mode": ("1", "the command's mode, one-hot: standing, in place, forward"),
-    "command": ("m/s, m/s, rad/s", "forward speed, sideways speed, yaw rate (in place), heading correction included"),
+    "command": (
+        "rad/s, m/s, m/s",
+        "yaw rate (plus the heading correction: gain x heading error, clamped), forward "
+        "speed, sideways speed (plus, walking forward, the correction back onto the line walked)",
+    ),
     "targets": ("m, rad", "the next two footstep targets (x, y, z, yaw) in the root's heading frame"),
 }
 
