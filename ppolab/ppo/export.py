@@ -2,7 +2,8 @@
 
 The ONNX (or TorchScript) file maps raw observations to the deterministic action: the observation
 normaliser is folded in, so a controller feeds what it measures, arranged as the sidecar JSON says.
-The sidecar (`<file>.json`) is the contract a deployer matches on hardware: every observation entry
+The sidecar (`<file>.json`) is the contract a deployer matches on hardware, and `<file>.mjb` the MuJoCo model
+the policy was trained on (for a sim-to-sim check outside ppolab: examples/deploy_mujoco.py): every observation entry
 (name, slice, units, source), the joint order, what an action means (offsets from the nominal pose,
 scaled, smoothed), the PD gains and limits, the control and physics rates, and the versions.
 """
@@ -89,6 +90,15 @@ def contract(meta: dict) -> dict:
         }  # fmt: skip
         out["rates"] = {"control_dt": cfg.control_dt, "physics_dt": cfg.physics_dt,
                         "substeps": round(cfg.control_dt / cfg.physics_dt)}  # fmt: skip
+        out["initial_qpos"] = [float(v) for v in robot.nominal_qpos]
+        out["imu"] = {"root_orient": "roll = atan2(2(wx + yz), 1 - 2(x^2 + y^2)), pitch = asin(2(wy - zx)) of the "
+                      "root's quaternion (w, x, y, z)", "root_ang_vel": "the free joint's angular velocity "
+                      "(qvel[3:6], the root's own frame)"}  # fmt: skip
+    if hasattr(env, "period"):
+        out["clock"] = {"period_steps": int(env.period), "observation": "sin and cos of 2 pi phase / period; the "
+                        "phase advances by one every control step"}  # fmt: skip
+    if hasattr(env, "set_command"):
+        out["modes"] = ["standing", "in_place", "forward"]
     return out
 
 
@@ -128,16 +138,19 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
                     _onnx(module, meta["obs_dim"], tmp)
                 else:
                     torch.jit.trace(module, torch.zeros(1, meta["obs_dim"])).save(str(tmp))
-            side = out.with_name(out.name + ".json")
-            side_tmp = temp_path(side)
-            side_tmp.write_text(json.dumps({**sidecar, "file": out.name, "format": kind}, indent=2) + "\n")
+            side, model = out.with_name(out.name + ".json"), out.with_name(out.name + ".mjb")
+            side_tmp, model_tmp = temp_path(side), temp_path(model)
+            mujoco.mj_saveModel(make_env(meta["env"], 1, meta.get("env_config")).model, str(model_tmp), None)
+            extra = {"file": out.name, "format": kind, "model": model.name}
+            side_tmp.write_text(json.dumps({**sidecar, **extra}, indent=2) + "\n")
             os.replace(tmp, out)
+            os.replace(model_tmp, model)
             os.replace(side_tmp, side)
         except OSError as exc:
-            for t in (tmp, temp_path(out.with_name(out.name + ".json"))):
+            for t in (tmp, temp_path(out.with_name(out.name + ".json")), temp_path(out.with_name(out.name + ".mjb"))):
                 t.unlink(missing_ok=True)
             raise UserError(f"--{kind} {out}: cannot write it ({exc.strerror}); choose another place") from None
-        written += [out, side]
+        written += [out, side, model]
     return written
 
 
