@@ -84,3 +84,26 @@ def test_the_exported_walker_walks_in_mujoco_without_ppolab(tmp_path, name):
         proc = subprocess.run([sys.executable, str(script), str(tmp_path / "p.onnx"), "--vx", "0.3", *extra],
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
         assert proc.returncode == 0 and "stayed up" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_an_lstm_policy_exports_with_its_state_and_gives_ppolab_s_actions_step_by_step(tmp_path):
+    """An LSTM actor (two layers of different widths) over 1,000 successive observations: onnxruntime, fed back
+    its own state, and ppolab's worker policy agree within 1e-5 at every step."""
+    from ppolab.ppo import checkpoint as ckpt
+    from ppolab.ppo.config import TrainConfig
+    from ppolab.ppo.trainer import build_networks, policy_meta
+
+    cfg = TrainConfig(env="jvrc_walk", recurrent=True, hidden_sizes=[32, 16])
+    env = make_env("jvrc_walk", 1)
+    torch.manual_seed(0)
+    actor, _ = build_networks(cfg, env.obs_dim, env.act_dim)
+    obs = recorded_observations("jvrc_walk")
+    actor.norm.update(obs)
+    with torch.no_grad():
+        actor.out.weight.mul_(100.0)  # actions far from zero: a wrong state shows
+    ckpt.save_policy(tmp_path / "actor.pt", actor, policy_meta(cfg, env, "actor", 0, None, None))
+    proc = run_ppolab("export", str(tmp_path / "actor.pt"), "--onnx", str(tmp_path / "lstm.onnx"))
+    assert proc.returncode == 0, proc.stderr
+    side = json.loads((tmp_path / "lstm.onnx.json").read_text())
+    assert [s["name"] for s in side["state"]["inputs"]] == ["h0", "c0", "h1", "c1"]
+    assert max_difference(tmp_path / "lstm.onnx", tmp_path / "actor.pt", obs) < 1e-5

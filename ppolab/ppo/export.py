@@ -1,11 +1,12 @@
 """`ppolab export`: a trained policy for a robot's controller, and the contract its inputs and outputs follow.
 
-The ONNX (or TorchScript) file maps raw observations to the deterministic action: the observation
-normaliser is folded in, so a controller feeds what it measures, arranged as the sidecar JSON says.
-The sidecar (`<file>.json`) is the contract a deployer matches on hardware, and `<file>.mjb` the MuJoCo model
-the policy was trained on (for a sim-to-sim check outside ppolab: examples/deploy_mujoco.py): every observation entry
-(name, slice, units, source), the joint order, what an action means (offsets from the nominal pose,
-scaled, smoothed), the PD gains and limits, the control and physics rates, and the versions.
+The ONNX (or TorchScript) file maps raw observations to the deterministic action (an LSTM policy: one
+control step, its state as inputs and outputs); the observation normaliser is folded in, so a controller
+feeds what it measures, arranged as the sidecar JSON says. The sidecar (`<file>.json`) is the contract a
+deployer matches on hardware: every observation entry (name, slice, units, source), the joint order, what
+an action means (offsets from the nominal pose, scaled, smoothed), the PD gains and limits, the control and
+physics rates, and the versions. `<file>.mjb` is the MuJoCo model the policy was trained on, for a
+sim-to-sim check outside ppolab (examples/deploy_mujoco.py).
 """
 
 from __future__ import annotations
@@ -55,6 +56,29 @@ class DeterministicPolicy(nn.Module):
         return self.actor.head(self.actor.norm(obs))[0]
 
 
+class RecurrentPolicy(nn.Module):
+    """One control step of an LSTM policy: (raw observation, each layer's h and c) -> (mean action, new h and c).
+    The state starts at zeros with each episode; the controller feeds back what the previous step returned."""
+
+    def __init__(self, actor: nn.Module) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x, out = self.actor.norm(obs), []
+        for k, layer in enumerate(self.actor.lstm.layers):
+            h, c = state[2 * k].unsqueeze(0), state[2 * k + 1].unsqueeze(0)
+            y, (h, c) = layer(x.unsqueeze(0), (h, c))
+            x = y.squeeze(0)
+            out += [h.squeeze(0), c.squeeze(0)]
+        return (self.actor.out(x), *out)
+
+
+def state_names(widths: list[int]) -> list[tuple[str, int]]:
+    """The LSTM state's inputs, in order: h0, c0, h1, c1, ... with each layer's width."""
+    return [(f"{kind}{k}", w) for k, w in enumerate(widths) for kind in ("h", "c")]
+
+
 def contract(meta: dict) -> dict:
     """The sidecar: what the exported policy reads and what its output means, from the env it was trained on."""
     env = make_env(meta["env"], 1, meta.get("env_config"))
@@ -63,6 +87,10 @@ def contract(meta: dict) -> dict:
                  "iteration": meta.get("iteration"), "normaliser": "folded into the network: feed raw observations",
                  "versions": {"ppolab": __version__, "torch": torch.__version__, "mujoco": mujoco.__version__,
                               "python": platform.python_version()}}  # fmt: skip
+    if meta.get("recurrent"):
+        out["state"] = {"inputs": [{"name": n, "size": w} for n, w in state_names(list(meta["hidden_sizes"]))],
+                        "outputs": "the same, suffixed _out, after the action", "reset": "zeros at each episode's "
+                        "start"}  # fmt: skip
     layout = getattr(env, "layout", None)
     if layout:
         out["observation"] = [
@@ -124,10 +152,8 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
         raise UserError("give --onnx FILE.onnx and/or --torchscript FILE.pt (what to write)")
     ckpt.find_actor(path)  # a missing path is named before anything is built
     actor, meta = load_actor(path)
-    if meta.get("recurrent"):
-        raise UserError(f"{path}: an LSTM policy; its export (with its state as inputs and outputs) is not in "
-                        "this ppolab yet: export an MLP policy")  # fmt: skip
-    module = DeterministicPolicy(actor).eval()
+    module = (RecurrentPolicy(actor) if meta.get("recurrent") else DeterministicPolicy(actor)).eval()
+    example = example_inputs(meta)
     sidecar = contract(meta)
     written = []
     for out, kind in outputs:
@@ -135,9 +161,9 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
         try:
             with torch.no_grad():
                 if kind == "onnx":
-                    _onnx(module, meta["obs_dim"], tmp)
+                    _onnx(module, meta, example, tmp)
                 else:
-                    torch.jit.trace(module, torch.zeros(1, meta["obs_dim"])).save(str(tmp))
+                    torch.jit.trace(module, example).save(str(tmp))
             side, model = out.with_name(out.name + ".json"), out.with_name(out.name + ".mjb")
             side_tmp, model_tmp = temp_path(side), temp_path(model)
             mujoco.mj_saveModel(make_env(meta["env"], 1, meta.get("env_config")).model, str(model_tmp), None)
@@ -154,24 +180,45 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
     return written
 
 
-def _onnx(module: nn.Module, obs_dim: int, dest: Path) -> None:
+def example_inputs(meta: dict) -> tuple[torch.Tensor, ...]:
+    """One observation (and, for an LSTM, its zero state): what tracing runs the module on."""
+    state = [torch.zeros(1, w) for _, w in state_names(list(meta["hidden_sizes"]))] if meta.get("recurrent") else []
+    return (torch.zeros(1, meta["obs_dim"]), *state)
+
+
+def _onnx(module: nn.Module, meta: dict, example: tuple[torch.Tensor, ...], dest: Path) -> None:
     import warnings
 
+    state = [n for n, _ in state_names(list(meta["hidden_sizes"]))] if meta.get("recurrent") else []
+    inputs, outputs = ["obs", *state], ["action", *(f"{n}_out" for n in state)]
+    batch = {name: {0: "batch"} for name in inputs + outputs}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the TorchScript-based exporter's deprecation notice: it needs no onnxscript
-        torch.onnx.export(module, (torch.zeros(1, obs_dim),), str(dest), dynamo=False, input_names=["obs"],
-                          output_names=["action"], dynamic_axes={"obs": {0: "batch"}, "action": {0: "batch"}},
-                          opset_version=17)  # fmt: skip
+        torch.onnx.export(module, example, str(dest), dynamo=False, input_names=inputs, output_names=outputs,
+                          dynamic_axes=batch, opset_version=17)  # fmt: skip
 
 
 def max_difference(exported: Path, actor_path: Path, obs: np.ndarray) -> float:
-    """The largest difference between onnxruntime's actions and ppolab's own policy's on `obs`."""
+    """The largest difference between onnxruntime's actions and ppolab's own policy's on `obs` (for an LSTM,
+    a sequence of single observations, the state carried from step to step on both sides)."""
     import onnxruntime
 
     from ppolab.ppo.policy import sampling_params
     from ppolab.ppo.sampling_policy import SamplingPolicy
 
-    actor, _ = load_actor(actor_path)
-    ours = SamplingPolicy(sampling_params(actor))(obs.astype(np.float32))
-    theirs = onnxruntime.InferenceSession(str(exported)).run(None, {"obs": obs.astype(np.float32)})[0]
-    return float(np.abs(np.asarray(ours) - theirs).max())
+    actor, meta = load_actor(actor_path)
+    ours, session, obs = (
+        SamplingPolicy(sampling_params(actor)),
+        onnxruntime.InferenceSession(str(exported)),
+        obs.astype(np.float32),
+    )
+    if not meta.get("recurrent"):
+        return float(np.abs(np.asarray(ours(obs)) - session.run(None, {"obs": obs})[0]).max())
+    names = [n for n, _ in state_names(list(meta["hidden_sizes"]))]
+    state = {n: np.zeros((1, w), np.float32) for n, w in state_names(list(meta["hidden_sizes"]))}
+    worst = 0.0
+    for row in obs:
+        action, *new = session.run(None, {"obs": row[None], **state})
+        state = dict(zip(names, new))
+        worst = max(worst, float(np.abs(np.asarray(ours(row[None])) - action).max()))
+    return worst
