@@ -55,9 +55,15 @@ def test_the_exported_policy_gives_ppolab_s_actions_within_1e_5(tmp_path, name):
         (["{repo}/pretrained/jvrc_walk", "--onnx", "{tmp}/missing/p.onnx"], "cannot write in"),
         (["{repo}/pretrained/jvrc_walk"], "give --onnx FILE.onnx and/or --torchscript FILE.pt"),
         (["{repo}/README.md", "--onnx", "{tmp}/p.onnx"], "not a readable checkpoint"),
+        (["{tmp}/zork.pt", "--onnx", "{tmp}/p.onnx"], "trained on 'zork_walk', which cannot be built here"),
     ],
 )
 def test_a_bad_export_is_one_line_and_writes_nothing(tmp_path, args, says):
+    from ppolab.ppo import checkpoint as ckpt
+
+    data = ckpt.load(REPO / "pretrained" / "t1_walk" / "actor.pt")
+    data["meta"]["env"] = "zork_walk"  # a policy of an env this ppolab does not know
+    ckpt.atomic_save(data, tmp_path / "zork.pt")
     args = [a.replace("{tmp}", str(tmp_path)).replace("{repo}", str(REPO)) for a in args]
     proc = run_ppolab("export", *args, cwd=tmp_path)
     says = says.replace("{tmp}", str(tmp_path))

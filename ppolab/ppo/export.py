@@ -151,7 +151,14 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
     if not outputs:
         raise UserError("give --onnx FILE.onnx and/or --torchscript FILE.pt (what to write)")
     ckpt.find_actor(path)  # a missing path is named before anything is built
-    actor, meta = load_actor(path)
+    try:
+        actor, meta = load_actor(path)
+        make_env(meta["env"], 1, meta.get("env_config"))
+    except UserError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        env = ckpt.load(ckpt.find_actor(path)).get("meta", {}).get("env")
+        raise UserError(f"{path}: trained on {env!r}, which cannot be built here: {exc}") from None
     module = (RecurrentPolicy(actor) if meta.get("recurrent") else DeterministicPolicy(actor)).eval()
     example = example_inputs(meta)
     sidecar = contract(meta)
