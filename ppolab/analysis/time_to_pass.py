@@ -11,6 +11,7 @@ to be trusted. Solve rates are compared by Fisher's exact test.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -98,10 +99,16 @@ def _logrank_z(runs: list[Passing], first: set[int]) -> float:
 
 def logrank_permutation(treated: list[Passing], control: list[Passing]) -> tuple[float, float]:
     """(z, two-sided p) of the log-rank test of `treated` against `control`: z > 0 when the treated runs
-    pass sooner. p is the share of label assignments whose |z| is at least the observed one."""
+    pass sooner. p is the share of label assignments whose |z| is at least the observed one. Remembered: a
+    report asks the same pair for its table, its verdict and its JSON."""
+    return _logrank_permutation(tuple(treated), tuple(control))
+
+
+@functools.lru_cache(maxsize=256)
+def _logrank_permutation(treated: tuple[Passing, ...], control: tuple[Passing, ...]) -> tuple[float, float]:
     from itertools import combinations
 
-    runs = treated + control
+    runs = list(treated + control)
     if not any(r.passed for r in runs) or not treated or not control:
         return 0.0, 1.0
     n, k = len(runs), len(treated)
