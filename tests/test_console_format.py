@@ -44,6 +44,7 @@ def test_header_names_versions_config_and_run_folder(trained_run):
         f"Log directory: {trained_run.resolve()}",
         "Seed: 3",
         "Batch size: 100",
+        "Normalization initialized with 100 samples",  # one batch: ppolab's warm-up without --input-norm-steps
     ):
         assert needle in out
 

@@ -26,6 +26,8 @@ def test_an_adaptive_run_records_its_rates_and_resumes_with_them(tmp_path, updat
     assert full.returncode == 0, full.stderr
     rates = [r["lr"] for r in read_metrics(only_run_dir(tmp_path / "full")) if r["type"] == "iteration"]
     assert rates == pytest.approx([1e-3 / 1.5**i for i in range(4)])
+    if update == "exact":
+        return  # the resume is the trainer's, the same for both kernels: once is enough
     part = run_ppolab("train", *args, "--n-itr", "3", "--logdir", str(tmp_path / "part"))
     assert part.returncode == 0, part.stderr
     resumed = run_ppolab("train", "--resume", str(only_run_dir(tmp_path / "part")), "--n-itr", "4")
