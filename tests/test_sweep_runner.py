@@ -171,6 +171,25 @@ def test_no_wait_refuses_while_another_job_holds_the_machine(tmp_path, lock_dir)
     assert state_of(d)["control-s1"]["state"] == "interrupted"
 
 
+def test_a_process_that_released_the_lock_queues_again(lock_dir):
+    """Holding the lock marks this process's children as its jobs; once released, neither this process
+    nor what it starts may skip the lock (an in-process sweep, then a `ppolab train`)."""
+    import os
+
+    from ppolab.experiments.machine_lock import HELD, MachineLock
+
+    assert HELD not in os.environ
+    lock = MachineLock({"sweep": "first"})
+    assert lock.acquire(wait=False)
+    assert os.environ.get(HELD) == "1"
+    assert not MachineLock({"sweep": "second"}).acquire(wait=False)  # held: a second holder is refused
+    lock.release()
+    assert HELD not in os.environ
+    again = MachineLock({"sweep": "third"})
+    assert again.acquire(wait=False)
+    again.release()
+
+
 def test_a_run_over_its_timeout_is_stopped_and_marked(tmp_path, lock_dir):
     d = make_sweep(tmp_path, n_itr=2000)
     text = (d / "sweep.yaml").read_text().replace("seeds: [1]", "seeds: [1]\ntimeout: 3")

@@ -41,6 +41,7 @@ class MachineLock:
         self.path = lock_path()
         self.owner = owner
         self.fd: int | None = None
+        self.had_held: str | None = None
 
     def holder(self) -> str:
         try:
@@ -83,6 +84,7 @@ class MachineLock:
             os.ftruncate(fd, 0)
             who = {**self.owner, "pid": os.getpid(), "user": _user(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
             os.pwrite(fd, json.dumps(who).encode(), 0)
+        self.had_held = os.environ.get(HELD)
         os.environ[HELD] = "1"  # a `ppolab train` started under this lock runs without taking it again
         self.fd = fd
         return True
@@ -92,6 +94,8 @@ class MachineLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+            if self.had_held is None:  # a process that held the lock once must queue like anyone after
+                os.environ.pop(HELD, None)
 
 
 def hold_machine(owner: dict, wait: bool, say: Callable[[str], None]) -> MachineLock:
