@@ -202,10 +202,10 @@ def test_a_run_over_its_timeout_is_stopped_and_marked(tmp_path, lock_dir):
 
 
 def test_runner_kills_do_not_use_up_retries(tmp_path, lock_dir):
-    """Three kill -9s of the runner with --max-retries 0: each relaunch resumes; no retry is spent."""
-    d = make_sweep(tmp_path, n_itr=40)
+    """Two kill -9s of the runner with --max-retries 0: each relaunch resumes; no retry is spent."""
+    d = make_sweep(tmp_path, n_itr=24)
     metrics = d / "runs" / "control-s1" / "metrics.jsonl"
-    for kill_after in (4, 12, 20):
+    for kill_after in (4, 12):
         runner = subprocess.Popen(
             sweep_cmd(str(d), "--yes", "--max-retries", "0"), cwd=REPO, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
@@ -217,18 +217,18 @@ def test_runner_kills_do_not_use_up_retries(tmp_path, lock_dir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Skipping" not in proc.stdout
     states = state_of(d)
-    assert states["control-s1"]["state"] == "done" and states["control-s1"]["attempts"] == 4
+    assert states["control-s1"]["state"] == "done" and states["control-s1"]["attempts"] == 3
     assert states["control-s1"]["failures"] == 0 and states["clip03-s1"]["state"] == "done"
     rows = [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"]
-    assert rows == list(range(40))  # every iteration exactly once
+    assert rows == list(range(24))  # every iteration exactly once
 
 
 def test_a_training_killed_from_outside_is_interrupted_not_failed(tmp_path, lock_dir):
-    """kill -9 of the training process itself (not the runner), three times, with --max-retries 0: each time
+    """kill -9 of the training process itself (not the runner), twice, with --max-retries 0: each time
     the run is interrupted (no retry spent), the sweep goes on, and a relaunch resumes it from its checkpoint."""
-    d = make_sweep(tmp_path, n_itr=40)
+    d = make_sweep(tmp_path, n_itr=24)
     metrics = d / "runs" / "control-s1" / "metrics.jsonl"
-    for kill_after in (4, 12, 20):
+    for kill_after in (4, 12):
         runner = start_with(d, "--max-retries", "0")
         wait_until(iterations_logged(metrics.parent, kill_after + 1), f"iteration {kill_after}", alive=runner)
         pid = state_of(d)["control-s1"]["pid"]
@@ -242,7 +242,7 @@ def test_a_training_killed_from_outside_is_interrupted_not_failed(tmp_path, lock
     states = state_of(d)
     assert states["control-s1"]["state"] == "done" and states["control-s1"]["failures"] == 0
     rows = [r["iteration"] for r in read_metrics(d / "runs" / "control-s1") if r["type"] == "iteration"]
-    assert rows == list(range(40))
+    assert rows == list(range(24))
 
 
 def start_with(d: Path, *args: str) -> subprocess.Popen:

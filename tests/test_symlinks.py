@@ -27,6 +27,21 @@ def lock_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("PPOLAB_LOCK_DIR", str(tmp_path / "lock"))
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A tiny sweep run to its end once for the module; each test damages its own copy (`done_sweep`)."""
+    d = make_sweep(tmp_path_factory.mktemp("finished"))
+    assert run_ppolab("sweep", str(d), "--yes").returncode == 0
+    return d
+
+
+@pytest.fixture
+def done_sweep(tmp_path, finished, lock_dir):
+    d = tmp_path / "sweeps" / "tiny"
+    shutil.copytree(finished, d, symlinks=True)
+    return d
+
+
 def test_a_sweep_whose_runs_folder_is_a_link_is_refused_and_the_target_untouched(tmp_path, lock_dir):
     d = make_sweep(tmp_path)
     elsewhere = tmp_path / "elsewhere"
@@ -50,9 +65,8 @@ def test_a_link_where_the_sweep_keeps_its_own_files_is_refused(tmp_path, lock_di
     assert (tree(target) if entry == "logs" else target.read_bytes()) == before
 
 
-def test_an_interrupted_run_folder_that_is_a_link_is_not_resumed_into_its_target(tmp_path, lock_dir):
-    d = make_sweep(tmp_path)
-    assert run_ppolab("sweep", str(d), "--yes").returncode == 0
+def test_an_interrupted_run_folder_that_is_a_link_is_not_resumed_into_its_target(tmp_path, done_sweep):
+    d = done_sweep
     run_dir = d / "runs" / "control-s1"
     moved = tmp_path / "moved-run"
     shutil.move(run_dir, moved)
@@ -85,9 +99,8 @@ def read_metrics_file(path) -> list[dict]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("chattr"), reason="chattr +i needs root")
-def test_an_immutable_state_file_is_one_line_naming_it(tmp_path, lock_dir):
-    d = make_sweep(tmp_path)
-    assert run_ppolab("sweep", str(d), "--yes").returncode == 0
+def test_an_immutable_state_file_is_one_line_naming_it(tmp_path, done_sweep):
+    d = done_sweep
     if subprocess.run(["chattr", "+i", str(d / "state.json")], capture_output=True).returncode != 0:
         pytest.skip("this filesystem has no immutable flag")
     try:
@@ -109,9 +122,8 @@ def test_metrics_read_back_after_a_refused_resume_are_the_runs_own(tmp_path):
 
 
 @pytest.mark.parametrize("link", ["plots", "plots/learning_curves.png", "results.md"])
-def test_the_report_never_writes_through_a_link(tmp_path, lock_dir, link):
-    d = make_sweep(tmp_path)
-    assert run_ppolab("sweep", str(d), "--yes").returncode == 0
+def test_the_report_never_writes_through_a_link(tmp_path, done_sweep, link):
+    d = done_sweep
     users = tmp_path / "users"
     users.mkdir()
     (users / "keep.png").write_bytes(b"the user's picture")
