@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,16 +19,22 @@ def train(logdir, *extra):
     return only_run_dir(logdir)
 
 
-def test_same_seed_same_metrics_whatever_the_number_of_sampling_processes(tmp_path):
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """Seed 11, 3 iterations, 2 sampling processes (and, on 2+ cores, the critic's epochs in a second process):
+    the run the module's other runs must match. Tests read it, or copy it before they write."""
+    return train(tmp_path_factory.mktemp("reference"), "--n-itr", "3", "--sampler-procs", "2")
+
+
+def test_same_seed_same_metrics_whatever_the_number_of_sampling_processes(tmp_path, reference):
     one = train(tmp_path / "a", "--n-itr", "3", "--sampler-procs", "1")
-    two = train(tmp_path / "b", "--n-itr", "3", "--sampler-procs", "2")
-    a, b = without_timings(read_metrics(one)), without_timings(read_metrics(two))
+    a, b = without_timings(read_metrics(one)), without_timings(read_metrics(reference))
     assert a == b
     assert len({r["mean_eprew"] for r in a if r["type"] == "iteration"}) > 1  # it did something
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to compare with one")
-def test_same_seed_same_metrics_on_one_core_as_on_two(tmp_path):
+def test_same_seed_same_metrics_on_one_core_as_on_two(tmp_path, reference):
     """On two or more cores the critic's epochs run in a second process beside the actor's; on one core
     they run after them, in the trainer's process. A seed's metrics are the same either way."""
     cores = os.sched_getaffinity(0)
@@ -36,23 +43,23 @@ def test_same_seed_same_metrics_on_one_core_as_on_two(tmp_path):
         one = train(tmp_path / "a", "--n-itr", "3")
     finally:
         os.sched_setaffinity(0, cores)
-    two = train(tmp_path / "b", "--n-itr", "3")
+    two = reference
     log = (one / "train.log").read_text()
     assert "1 processes on 1 cores" in log and "second process" not in log  # it did run on one core
     assert "the critic's epochs in a second process" in (two / "train.log").read_text()
     assert without_timings(read_metrics(one)) == without_timings(read_metrics(two))
 
 
-def test_different_seeds_differ(tmp_path):
-    a = train(tmp_path / "a", "--n-itr", "1")
-    proc = run_ppolab("train", *TINY, "--seed", "12", "--n-itr", "1", "--logdir", str(tmp_path / "b"))
+def test_different_seeds_differ(tmp_path, reference):
+    proc = run_ppolab("train", *TINY, "--seed", "12", "--n-itr", "3", "--logdir", str(tmp_path / "b"))
     assert proc.returncode == 0
-    assert without_timings(read_metrics(a)) != without_timings(read_metrics(only_run_dir(tmp_path / "b")))
+    assert without_timings(read_metrics(reference)) != without_timings(read_metrics(only_run_dir(tmp_path / "b")))
 
 
-def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path):
+def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, reference):
     full = train(tmp_path / "full", "--n-itr", "6")
-    part = train(tmp_path / "part", "--n-itr", "3")
+    part = tmp_path / "part" / reference.name
+    shutil.copytree(reference, part)  # a finished 3-iteration run, taken on to 6
     proc = run_ppolab("train", "--resume", str(part), "--n-itr", "6")
     assert proc.returncode == 0, proc.stderr
     assert f"Resuming {part} at iteration 3" in proc.stdout
@@ -110,10 +117,10 @@ def test_ctrl_c_stops_cleanly_with_the_summary_line(tmp_path, inherited):
     assert (run_dir / "last.pt").exists()
 
 
-def test_same_seed_same_metrics_with_torchscript_turned_off(tmp_path):
+def test_same_seed_same_metrics_with_torchscript_turned_off(tmp_path, reference):
     """The fused epochs run under TorchScript; where it cannot be had (here: PYTORCH_JIT=0) they run from
     Python, the console says so, and a seed's metrics are the same to the last bit."""
-    scripted = train(tmp_path / "a", "--n-itr", "3")
+    scripted = reference
     proc = run_ppolab("train", *TINY, "--seed", "11", "--n-itr", "3", "--logdir", str(tmp_path / "b"),
                       env={"PYTORCH_JIT": "0"})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
