@@ -29,6 +29,18 @@ TINY = [
 TIMING_KEYS = {"sample_time", "optimizer_time", "total_time", "fps", "time"}
 
 
+# The files that take longest (each runs on one worker: --dist loadfile), started first so that the suite
+# does not end waiting for one of them alone. Measured with `pytest --durations=0`; the rest keep their order.
+LONGEST_FIRST = ["test_sweep_runner.py", "test_tune.py", "test_continued_and_eval.py", "test_determinism_and_resume.py",
+                 "test_export.py", "test_damage.py", "test_bad_input.py", "test_ray.py", "test_slurm.py",
+                 "test_agent_workflow.py", "test_imitation.py", "test_robots.py", "test_recurrent.py"]  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_folders(tmp_path_factory):
     """Folders of the test session's own, shared by its subprocesses: the compiled-model cache, and the
