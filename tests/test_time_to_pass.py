@@ -71,6 +71,9 @@ def test_a_sweep_on_time_to_pass_reports_it_and_the_tracker_gives_the_median(tmp
     results = (folder / "results.md").read_text()
     assert "**Verdict: supported.**" in results and "passes its behaviour checks in less wall time" in results
     assert "Median time to pass (Kaplan-Meier)" in results and "Passed Checks" in results
+    rows = [re.sub(r" +", " ", line) for line in results.split("## Behaviour checks")[1].splitlines()]
+    assert "| control-s5 | 99 | walk fails (at 99) | walk 0.50 |" in rows  # the censored run: what it last did
+    assert "| fast-s1 | 99 | passed at 9 | walk 0.95 |" in rows
     tracker = (tmp_path / "experiments" / "experiment-tracker.md").read_text()
     assert "median time to pass: control" in tracker and "(4 of 5 passed)" in tracker
     data = json.loads(run_ppolab("compare", str(folder), "--json").stdout)

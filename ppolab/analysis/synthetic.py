@@ -50,7 +50,8 @@ def records(
         if passes_at is not None and ((i + 1) % check_every == 0 or i == n_itr - 1):
             passed = int(passes_at != NEVER and i >= passes_at)
             checks.append({"type": "check", "iteration": i, "passed": passed, "total_steps": rows[-1]["total_steps"],
-                           "total_time": rows[-1]["total_time"], "seconds": 0.1, "walk.passed": passed})  # fmt: skip
+                           "total_time": rows[-1]["total_time"], "seconds": 0.1, "walk.passed": passed,
+                           "walk.min_distance_share": 0.95 if passed else 0.5})  # fmt: skip
     return RunRecords(source="synthetic", iterations=rows, evals=evals, checks=checks)
 
 

@@ -1,6 +1,7 @@
 """`ppolab report SWEEP_DIR`: results.md with plots, and a dated line in experiments/experiment-tracker.md.
 
-results.md holds the hypothesis, the plan, the comparison table, the analysis,
+results.md holds the hypothesis, the plan, the comparison table, the analysis, what
+the behaviour checks last measured on each run (with --check-every),
 and a verdict on the hypothesis, read as "the treatment improves the final
 reward over the control (the sweep's first run)": supported, refuted or
 inconclusive. Plots (PNG, beside it in plots/): learning curves against
@@ -21,11 +22,14 @@ from ppolab.analysis.compare import Configuration, Run, compare, fps_spread, gro
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.time_to_pass import fmt_value, km_median
 from ppolab.errors import UserError
+from ppolab.experiments.display import check_label
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import SweepState
+from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.files import atomic_write_bytes, atomic_write_text, refuse_links
 from ppolab.util.progress import Progress
+from ppolab.util.tables import table
 
 TRACKER = "experiment-tracker.md"
 READS = {  # how the verdict reads the hypothesis, by the sweep's metadata.metric
@@ -199,6 +203,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
         "",
         compare(runs, m.min_effect, m.metric),
         "",
+        *checks_section(runs),
         "## Plots",
         "",
         "Lines: mean across a configuration's finished seeds; shaded: from the lowest to the highest seed (a "
@@ -212,6 +217,42 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
     atomic_write_text(path, "\n".join(lines))
     track(sweep_dir, sweep_name(sweep_dir), m.hypothesis, result, today, median_to_pass(configs))
     return path
+
+
+def checks_section(runs: list[Run]) -> list[str]:
+    """What the behaviour checks (--check-every) last measured on each run: passed or the first failing
+    check, and the worst env's share in that round (of the commanded distance or turn, of each footstep
+    plan's targets). A round stops at its first failure, so a check after it has no figure. Nothing when
+    no run was checked."""
+    rows = []
+    for run in runs:
+        records = RunFolder(run.path).records()
+        label = check_label(records)
+        if label is None:
+            continue
+        last = max(records.checks, key=lambda r: r["iteration"])
+        shares = [f"{name} {last[key]:.2f}" for key, name in _worst_shares(last)]
+        rows.append([run.name, str(last["iteration"]), label, ", ".join(shares) or "-"])
+    if not rows:
+        return []
+    header = ["Run", "Last round (iteration)", "Checks", "Worst env's share in it"]
+    return ["## Behaviour checks", "", table(header, rows), ""]
+
+
+def _worst_shares(record: dict) -> list[tuple[str, str]]:
+    """(key, name) of a check record's worst-env shares: 'walk.min_distance_share' is 'walk',
+    'footsteps.plans.forward.min_share' is 'forward' (a check's own 'min_share' over its plans is left out)."""
+    out = []
+    for key in record:
+        parts = key.split(".")
+        if len(parts) < 2 or not (parts[-1].startswith("min_") and parts[-1].endswith("share")):
+            continue
+        if parts[-1] == "min_share":
+            if len(parts) > 2:
+                out.append((key, parts[-2]))
+        else:
+            out.append((key, parts[0]))
+    return out
 
 
 def median_to_pass(configs: list[Configuration]) -> str:
