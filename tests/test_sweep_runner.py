@@ -78,9 +78,11 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     assert "[tiny](sweeps/tiny/results.md)" in (d.parent.parent / "experiment-tracker.md").read_text()
     log = (d / "logs" / "clip03-s1.log").read_text()
     assert "********** Iteration 2 ************" in log  # output went to the run's log file too
+    written = (d / "results.md").stat().st_mtime_ns
     again = run(str(d), "--yes")
     assert again.returncode == 0
     assert "Skipping Run 1/2: control-s1 (done)" in again.stdout and "Starting Run" not in again.stdout
+    assert "no run this time" in again.stdout and (d / "results.md").stat().st_mtime_ns == written  # nothing new
     redo = (d / "runs" / "clip03-s1" / "metrics.jsonl").read_text()
     shutil.rmtree(d / "runs" / "clip03-s1")  # a user deletes a finished run's folder to run it again
     status = re.sub(r" +", " ", run(str(d), "--status").stdout)
@@ -89,6 +91,7 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     assert "Run 2/2: clip03-s1: its run folder was removed after it finished; it runs again" in third.stdout
     assert "Skipping Run 1/2: control-s1 (done)" in third.stdout and "Starting Run 2/2: clip03-s1" in third.stdout
     assert "Sweep finished: 2/2 runs done" in third.stdout and state_of(d)["clip03-s1"]["state"] == "done"
+    assert (d / "results.md").stat().st_mtime_ns > written  # a run ran: the report is written again
     first = [json.loads(line) for line in redo.splitlines()]
     assert without_timings(read_metrics(d / "runs" / "clip03-s1")) == without_timings(first)  # the same run again
 

@@ -222,7 +222,7 @@ def test_a_trial_far_below_the_median_is_pruned_and_its_run_stopped(tmp_path):
     """The median pruner at work, deterministically: after one real trial, five finished trials that
     scored 10^6 at every step are added to the study through Optuna's public API; the next real trial
     is then below their median from its first report past the warm-up, so it is pruned there."""
-    n_itr = 400  # tiny cartpole, ~17 ms an iteration: pruned at 100, the run has ~5 s left to be stopped in
+    n_itr = 240  # tiny cartpole, 10-40 ms an iteration: pruned at 60, the run has 2-7 s left to be stopped in
     write(tmp_path, f"params:\n  lr: {{type: categorical, choices: [0.001]}}\n  n_itr: {n_itr}\n")
     args = ["tune", *TINY, "--space", "space.yaml", "--study", "p", "--sampler", "random"]
     first = run_ppolab(*args, "--n-trials", "1", cwd=tmp_path)

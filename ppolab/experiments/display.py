@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
-from ppolab.experiments.state import STATE_FILE, SweepState
+from ppolab.experiments.state import RESULTS_FILE, STATE_FILE, SweepState
 from ppolab.ppo.run_folder import Records, RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table
@@ -164,7 +164,7 @@ def list_data(root: Path) -> list[dict]:
 def _verdict(sweep_dir: Path) -> str | None:
     """The verdict of the sweep's last report (results.md), if it has one."""
     try:
-        found = re.search(r"\*\*Verdict: ([^.*]+)\.?\*\*", (sweep_dir / "results.md").read_text(errors="replace"))
+        found = re.search(r"\*\*Verdict: ([^.*]+)\.?\*\*", (sweep_dir / RESULTS_FILE).read_text(errors="replace"))
     except OSError:
         return None
     return found.group(1) if found else None

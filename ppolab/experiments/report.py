@@ -25,7 +25,7 @@ from ppolab.errors import UserError
 from ppolab.experiments.display import check_label
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
-from ppolab.experiments.state import SweepState
+from ppolab.experiments.state import RESULTS_FILE, SweepState
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.files import atomic_write_bytes, atomic_write_text, refuse_links
 from ppolab.util.progress import Progress
@@ -170,7 +170,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
     """results.md, its plots and the tracker entry. `show_progress`: a progress bar (or lines) on stderr
     while the plots are drawn (a few seconds), for `ppolab report`; a sweep's runner has its own view."""
     th = th or Thresholds()
-    refuse_links(sweep_dir, ["results.md", "plots"], ", in the sweep folder")
+    refuse_links(sweep_dir, [RESULTS_FILE, "plots"], ", in the sweep folder")
     spec, runs = sweep_runs(sweep_dir)
     planned = expand(spec, sweep_dir)
     configs = group(runs)
@@ -213,7 +213,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
         plots_note,
         "",
     ]
-    path = sweep_dir / "results.md"
+    path = sweep_dir / RESULTS_FILE
     atomic_write_text(path, "\n".join(lines))
     track(sweep_dir, sweep_name(sweep_dir), m.hypothesis, result, today, median_to_pass(configs))
     return path
@@ -271,7 +271,7 @@ def median_to_pass(configs: list[Configuration]) -> str:
 def track(sweep_dir: Path, name: str, hypothesis: str, result: str, today: str, extra: str = "") -> None:
     """Add (or update) the sweep's dated entry in experiments/experiment-tracker.md."""
     tracker = sweep_dir.resolve().parent.parent / TRACKER
-    link = (sweep_dir.resolve() / "results.md").relative_to(tracker.parent)
+    link = (sweep_dir.resolve() / RESULTS_FILE).relative_to(tracker.parent)
     entry = f"- {today} [{name}]({link}): {hypothesis or '(no hypothesis)'} - **{result}**{extra}"
     lines = tracker.read_text().splitlines() if tracker.exists() else ["# Experiment tracker", ""]
     lines = [line for line in lines if f"]({link})" not in line]

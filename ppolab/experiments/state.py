@@ -37,9 +37,10 @@ from ppolab.util.validation import first_problem
 
 STATE_FILE = "state.json"
 LOCK_FILE = ".state.lock"
+RESULTS_FILE = "results.md"  # the sweep's report (ppolab.experiments.report)
 STATES = tuple(RunState)
 # what ppolab writes in a sweep folder (runs, their logs, the report, the detached runner's log and pid)
-SWEEP_ENTRIES = [LOCK_FILE, STATE_FILE, "runs", "logs", "plots", "results.md", "sweep.log", "runner.pid"]
+SWEEP_ENTRIES = [LOCK_FILE, STATE_FILE, "runs", "logs", "plots", RESULTS_FILE, "sweep.log", "runner.pid"]
 
 
 def now() -> str:

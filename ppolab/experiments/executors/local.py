@@ -27,7 +27,7 @@ from ppolab.experiments.executors.attempt import Attempt, Outcome, Stop, skip_re
 from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
-from ppolab.experiments.state import VANISHED, SweepState
+from ppolab.experiments.state import RESULTS_FILE, VANISHED, SweepState
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import sigterm_as_interrupt
 from ppolab.util.run_state import RunState
@@ -95,12 +95,14 @@ class _Scheduler:
         self.out = out if verbose else None  # where the jobs' own output goes besides their log files
         self.total = len(planned)
         self.active: list[_Active] = []
+        self.ran_any = False
 
     def say(self, text: str) -> None:
         self.view.say(text)
 
     def run(self) -> int:
         queue = [(i, run) for i, run in enumerate(self.planned, start=1) if self._should_run(i, run)]
+        self.ran_any = bool(queue)
         try:
             while queue or self.active:
                 while queue and len(self.active) < self.parallel:
@@ -171,7 +173,10 @@ class _Scheduler:
             f"Sweep finished: {self.total - len(failed)}/{self.total} runs done"
             + (f"; not done: {', '.join(failed)}" if failed else "")
         )
-        if len(failed) < self.total:
+        report = self.sweep_dir / RESULTS_FILE
+        if not self.ran_any and report.is_file() and not report.is_symlink():  # nothing new to report
+            self.say(f"Report: {report} (no run this time; `ppolab report` draws it again)")
+        elif len(failed) < self.total:
             from ppolab.experiments.report import write_report
 
             try:
