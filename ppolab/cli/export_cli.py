@@ -22,6 +22,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_export(ns: argparse.Namespace) -> int:
+    from ppolab.util.files import check_output_file
+
+    for flag, name, suffix in (("--onnx", ns.onnx, ".onnx"), ("--torchscript", ns.torchscript, ".pt")):
+        if name:  # before torch is loaded: a mistake costs a moment (export checks them again, for its callers)
+            check_output_file(flag, name, suffix)
     from ppolab.ppo.export import export
 
     for path in export(Path(ns.path), onnx=ns.onnx, torchscript=ns.torchscript):

@@ -297,17 +297,21 @@ def run_eval(ns: argparse.Namespace) -> int:
         raise UserError("--ep-len and --max-steps both set the horizon; keep one")
     if ns.video and ns.out_dir:
         raise UserError("--video and --out-dir both name the video; keep one")
+    from ppolab.util.files import check_output_file
+
+    if ns.video:  # before torch, the policy and the env are loaded: a mistake costs a moment
+        check_output_file("--video", ns.video, ".mp4", "it is encoded with H.264", make_folders=True)
+    if ns.filmstrip:
+        check_output_file("--filmstrip", ns.filmstrip, ".png", "a PNG image", make_folders=True)
     path = _policy_path(ns)
     from ppolab.ppo.entry import check_policy_file
 
     check_policy_file(path[0], path[1])
-    from ppolab.ppo.playback import Command, check_picture_path, check_video_path, play, video_in
+    from ppolab.ppo.playback import Command, play, video_in
 
     video = str(video_in(Path(ns.out_dir), path[1])) if ns.out_dir else ns.video
-    if video:
-        check_video_path(video)
-    if ns.filmstrip:
-        check_picture_path(ns.filmstrip)
+    if ns.out_dir:
+        check_output_file("--out-dir", video, ".mp4", make_folders=True)
     command = Command(ns.mode, ns.vx, ns.vy, ns.yaw_rate, ns.plan)
     play(path[1], episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, seconds=ns.ep_len, video=video,
          filmstrip=ns.filmstrip, frames=ns.frames, command=command)  # fmt: skip

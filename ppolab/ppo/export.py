@@ -26,7 +26,7 @@ from ppolab.envs import make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.playback import load_actor
-from ppolab.ppo.recording import temp_path
+from ppolab.util.files import check_output_file, temp_sibling
 
 UNITS = {  # an observation entry's units and where a controller reads it
     "root_orient": ("rad", "IMU: roll and pitch of the root (pelvis) frame"),
@@ -130,24 +130,11 @@ def contract(meta: dict) -> dict:
     return out
 
 
-def check_output(flag: str, name: str, suffix: str) -> Path:
-    """An output path that can be written: the right suffix, not a folder, its folder writable."""
-    path = Path(name)
-    if path.suffix.lower() != suffix:
-        raise UserError(f"{flag} {name}: name a {suffix} file")
-    if path.is_dir():
-        raise UserError(f"{flag} {name}: is a folder; name a {suffix} file inside it")
-    parent = path.absolute().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UserError(f"{flag} {name}: cannot write in {parent}; choose another place")
-    return path
-
-
 def export(path: Path, onnx: str | None = None, torchscript: str | None = None) -> list[Path]:
     """Write the policy at `path` as ONNX and/or TorchScript, each with its sidecar; returns what was written.
     Every file is written to a temp name and renamed: a failure leaves no partial file."""
-    outputs = [(check_output("--onnx", onnx, ".onnx"), "onnx")] if onnx else []
-    outputs += [(check_output("--torchscript", torchscript, ".pt"), "torchscript")] if torchscript else []
+    outputs = [(check_output_file("--onnx", onnx, ".onnx"), "onnx")] if onnx else []
+    outputs += [(check_output_file("--torchscript", torchscript, ".pt"), "torchscript")] if torchscript else []
     if not outputs:
         raise UserError("give --onnx FILE.onnx and/or --torchscript FILE.pt (what to write)")
     ckpt.find_actor(path)  # a missing path is named before anything is built
@@ -164,7 +151,7 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
     sidecar = contract(meta)
     written = []
     for out, kind in outputs:
-        tmp = temp_path(out)
+        tmp = temp_sibling(out)
         try:
             with torch.no_grad():
                 if kind == "onnx":
@@ -172,7 +159,7 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
                 else:
                     torch.jit.trace(module, example).save(str(tmp))
             side, model = out.with_name(out.name + ".json"), out.with_name(out.name + ".mjb")
-            side_tmp, model_tmp = temp_path(side), temp_path(model)
+            side_tmp, model_tmp = temp_sibling(side), temp_sibling(model)
             mujoco.mj_saveModel(make_env(meta["env"], 1, meta.get("env_config")).model, str(model_tmp), None)
             extra = {"file": out.name, "format": kind, "model": model.name}
             side_tmp.write_text(json.dumps({**sidecar, **extra}, indent=2) + "\n")
@@ -180,8 +167,8 @@ def export(path: Path, onnx: str | None = None, torchscript: str | None = None) 
             os.replace(model_tmp, model)
             os.replace(side_tmp, side)
         except OSError as exc:
-            for t in (tmp, temp_path(out.with_name(out.name + ".json")), temp_path(out.with_name(out.name + ".mjb"))):
-                t.unlink(missing_ok=True)
+            for t in (out, out.with_name(out.name + ".json"), out.with_name(out.name + ".mjb")):
+                temp_sibling(t).unlink(missing_ok=True)
             raise UserError(f"--{kind} {out}: cannot write it ({exc.strerror}); choose another place") from None
         written += [out, side, model]
     return written

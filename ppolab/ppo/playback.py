@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from ppolab.envs import env_class, env_config, make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
-from ppolab.ppo.recording import Recorder, temp_path
+from ppolab.ppo.recording import Recorder
 from ppolab.ppo.rollout import evaluate
 from ppolab.util.tables import count
 
@@ -114,31 +113,3 @@ def play(
     if filmstrip:
         out.write(f"Filmstrip of episode 1 ({frames} of its {n} frames) written to {filmstrip}\n")
     return returns, lengths
-
-
-def check_video_path(video: str) -> None:
-    """Refuse a --video path that could not be written, before any episode runs."""
-    _check_writable("--video", video, ".mp4", "it is encoded with H.264")
-
-
-def check_picture_path(picture: str) -> None:
-    _check_writable("--filmstrip", picture, ".png", "a PNG image")
-
-
-def _check_writable(flag: str, name: str, suffix: str, why: str) -> None:
-    path = Path(name)
-    if path.suffix.lower() != suffix:
-        raise UserError(f"{flag} {name}: name a {suffix} file ({why})")
-    if path.is_dir():
-        raise UserError(f"{flag} {name}: is a folder; name a {suffix} file inside it")
-    parent = next(p for p in path.absolute().parents if p.exists())  # the folders below it are made
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UserError(f"{flag} {name}: cannot write in {parent}; choose another place")
-    if parent == path.absolute().parent:  # some folders (/proc, read-only mounts) say yes and then refuse
-        probe = temp_path(path)
-        try:
-            probe.open("ab").close()  # a stale one is ours, from a killed eval
-        except OSError as exc:
-            reason = f"cannot write in {parent} ({exc.strerror})"
-            raise UserError(f"{flag} {name}: {reason}; choose another place") from None
-        probe.unlink()

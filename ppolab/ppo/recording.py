@@ -20,14 +20,10 @@ import numpy as np
 
 from ppolab.envs.protocol import Marker
 from ppolab.errors import UserError
+from ppolab.util.files import temp_sibling
 from ppolab.util.progress import Progress
 
 SIZE = (480, 640)  # height, width
-
-
-def temp_path(path: Path) -> Path:
-    """Where a video or picture is written before it is renamed into place."""
-    return path.with_name(f".{path.stem}.tmp{path.suffix}")
 
 
 class Recorder:
@@ -49,12 +45,12 @@ class Recorder:
                 "libgl1-mesa-dri (MUJOCO_GL=egl) or libosmesa6 (MUJOCO_GL=osmesa)"
             ) from None
         self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0  # shadows: over half a frame's time
-        self.temps = [temp_path(p) for p in (video, filmstrip) if p is not None]
+        self.temps = [temp_sibling(p) for p in (video, filmstrip) if p is not None]
         for p in self.temps:
             p.parent.mkdir(parents=True, exist_ok=True)
         self.writer = None
         if video:
-            self.writer = imageio.get_writer(temp_path(video), fps=fps, codec="libx264", macro_block_size=8)
+            self.writer = imageio.get_writer(temp_sibling(video), fps=fps, codec="libx264", macro_block_size=8)
         self.wanted = set(np.linspace(0, steps - 1, frames).round().astype(int).tolist())  # the strip's frames
         self.count, self.strip, self.last = 0, [], None
         name = (video or filmstrip).name
@@ -106,10 +102,10 @@ class Recorder:
             if self.filmstrip:
                 if len(self.strip) < len(self.wanted) and self.last is not None:  # ended early: its last frame
                     self.strip.append(self._strip_frame(self.last))
-                self.imageio.imwrite(temp_path(self.filmstrip), np.concatenate(self.strip, axis=1), format="png")
-                os.replace(temp_path(self.filmstrip), self.filmstrip)
+                self.imageio.imwrite(temp_sibling(self.filmstrip), np.concatenate(self.strip, axis=1), format="png")
+                os.replace(temp_sibling(self.filmstrip), self.filmstrip)
             if self.video:
-                os.replace(temp_path(self.video), self.video)
+                os.replace(temp_sibling(self.video), self.video)
         except OSError as exc:
             reason = exc.strerror or str(exc).splitlines()[0]
             raise UserError(f"--video {self.video or self.filmstrip}: cannot write it ({reason})") from None

@@ -100,3 +100,32 @@ def remove_stale_temps(folder: Path, older_than: float = 60.0) -> int:
         except OSError:
             continue
     return removed
+
+
+def temp_sibling(path: Path) -> Path:
+    """Where a video, picture or exported policy is written before it is renamed into place."""
+    return path.with_name(f".{path.stem}.tmp{path.suffix}")
+
+
+def check_output_file(flag: str, name: str, suffix: str, why: str = "", make_folders: bool = False) -> Path:
+    """An output file named by `flag` that can be written, refused in one line before any work is done:
+    the right suffix, not a folder, and a folder to write in (with `make_folders`, the missing folders on
+    its way are made later, so the nearest existing one must take them). Cheap: no torch, no env."""
+    path = Path(name)
+    if path.suffix.lower() != suffix:
+        raise UserError(f"{flag} {name}: name a {suffix} file" + (f" ({why})" if why else ""))
+    if path.is_dir():
+        raise UserError(f"{flag} {name}: is a folder; name a {suffix} file inside it")
+    folder = path.absolute().parent
+    if make_folders:
+        folder = next(p for p in path.absolute().parents if p.exists())
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise UserError(f"{flag} {name}: cannot write in {folder}; choose another place")
+    if folder == path.absolute().parent:  # some folders (/proc, read-only mounts) say yes and then refuse
+        probe = temp_sibling(path)
+        try:
+            probe.open("ab").close()  # a stale one is ours, from a killed run
+        except OSError as exc:
+            raise UserError(f"{flag} {name}: cannot write in {folder} ({exc.strerror}); choose another place") from None
+        probe.unlink()
+    return path
