@@ -87,7 +87,7 @@ def skip_reason(entry: dict, max_retries: int) -> str | None:
     """Why a launch leaves a run alone (done, or failed more often than --max-retries allows); None: it runs.
     Interrupted runs always run again: an interruption is never the run's failure."""
     if entry["state"] == RunState.DONE:
-        return "done"
+        return RunState.DONE.value
     if entry["state"] == RunState.FAILED and entry.get("failures", 0) > max_retries:
         return f"failed {entry['failures']} times; raise --max-retries to try again"
     return None
