@@ -29,8 +29,9 @@ TINY = [
 TIMING_KEYS = {"sample_time", "optimizer_time", "total_time", "fps", "time"}
 
 
-# The files that take longest (each runs on one worker: --dist loadfile), started first so that the suite
-# does not end waiting for one of them alone. Measured with `pytest --durations=0`; the rest keep their order.
+# The files that take longest, started first, so that the suite does not end waiting for one of their tests
+# (workers steal queued tests from each other: --dist worksteal). Measured with `pytest --durations=0`; the
+# rest keep their order.
 LONGEST_FIRST = ["test_sweep_runner.py", "test_tune.py", "test_continued_and_eval.py", "test_determinism_and_resume.py",
                  "test_export.py", "test_damage.py", "test_bad_input.py", "test_ray.py", "test_slurm.py",
                  "test_agent_workflow.py", "test_imitation.py", "test_robots.py", "test_recurrent.py"]  # fmt: skip
