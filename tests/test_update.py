@@ -114,8 +114,11 @@ def test_the_critic_in_a_second_process_gives_the_same_parameters_to_the_last_bi
 
 @pytest.mark.parametrize("env", ["cartpole", "jvrc_walk"])
 def test_the_scripted_epochs_give_the_python_functions_bits(env, monkeypatch):
-    """The fused epochs run under TorchScript here (not silently from Python), and TorchScript runs the same
-    kernels in the same order: the parameters after an update are the Python functions' to the last bit."""
+    """The fused epochs run under TorchScript here (not silently from Python), and TorchScript computes what
+    the Python functions compute. Not always to the last bit: on an AVX-512 AMD EPYC the scripted graph's
+    kernels differ from eager's in the last bits (1.5e-8 after two updates, bitwise equal on an Intel Xeon),
+    so the bar is float rounding: a ten-thousandth of what the two updates moved the parameters, where a
+    wrong gradient (test_a_wrong_gradient_is_caught) differs by more than a thousandth."""
     from ppolab.ppo import fused_step
 
     assert isinstance(fused_step.ACTOR_EPOCH, torch.jit.ScriptFunction)
@@ -125,8 +128,9 @@ def test_the_scripted_epochs_give_the_python_functions_bits(env, monkeypatch):
     monkeypatch.setattr(fused_step, "ACTOR_EPOCH", fused_step.actor_epoch)
     monkeypatch.setattr(fused_step, "CRITIC_EPOCH", fused_step.critic_epoch)
     python, stats_python = one_update(cfg, updates=2)
-    assert torch.equal(scripted, python)
-    assert stats_scripted == stats_python
+    moved = (python - one_update(cfg.model_copy(update={"lr": 1e-12}), updates=2)[0]).abs().max()
+    assert (scripted - python).abs().max() <= 1e-4 * moved
+    assert stats_scripted == pytest.approx(stats_python, rel=1e-5, abs=1e-7)
 
 
 # A value for each loss setting that changes the update; a setting added to LossSettings needs one here.
