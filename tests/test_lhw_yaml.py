@@ -61,8 +61,11 @@ def test_lhw_s_h1_walk_file_sets_the_pose_and_the_clock():
         ("jvrc_walk", "sim_dt: 0.001\nxml_export_path: /tmp/x\n", "xml_export_path: no ppolab setting"),
         ("h1_walk", "pdgains: {torso_joint: [40, 4]}\n", "pdgains.torso_joint: no such servoed joint in this env"),
         ("h1_walk", "sim_dt: 0.001\nctrllimited: true\n", "ctrllimited: ppolab's servos take any target"),
-        ("h1_walk", "task: {swing_duration: 0.4, stance_duration: 0.1, total_duration: 0.6}\n",
-         "task.total_duration: 0.6 must be swing + stance"),
+        (
+            "h1_walk",
+            "task: {swing_duration: 0.4, stance_duration: 0.1, total_duration: 0.6}\n",
+            "task.total_duration: 0.6 must be swing + stance",
+        ),
         ("h1_walk", "observation_noise: {type: gaussian, scales: {motor_pos: 0.1}}\n", "observation_noise.type"),
         ("h1_walk", "observation_noise: {scales: {motor_acc: 0.1}}\n", "observation_noise.scales.motor_acc"),
         ("h1", "sim_dt: 0.001\nhalf_sitting_pose: [0, 0]\n", "half_sitting_pose: this env's pose is fixed"),

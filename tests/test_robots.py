@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import imageio.v3 as iio
+import numpy as np
 import pytest
 import yaml
 from conftest import REPO, read_metrics, run_ppolab
@@ -32,6 +34,9 @@ def test_a_shipped_robot_passes_its_check_and_gets_a_picture(tmp_path):
     assert result["passed"] and result["mirror_twice_identity"] and result["nominal_mirrors_to_itself"]
     assert result["stand_harness"]["seconds_up"] >= 2.0 and 0.8 <= result["stand_harness"]["weight_on_soles"] <= 1.2
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.stat().st_size > 10_000
+    from ppolab.cli.robots_cli import _check_picture
+
+    _check_picture(picture, named=False)  # its own picture: a later check may replace it, by default too
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -130,3 +135,9 @@ def test_the_check_never_replaces_a_file_that_is_not_its_picture(tmp_path):
         proc = run_ppolab("robots", "check", "g1", "--picture", str(picture))
         assert proc.returncode == 2 and says in proc.stderr, proc.stderr
     assert mine.read_text() == "my notes" and not (tmp_path / "elsewhere.png").exists()
+    photo = _write(tmp_path, APOLLO.read_text()).with_suffix(".png")  # bot.yaml, and the user's bot.png beside it
+    photo.write_bytes(iio.imwrite("<bytes>", np.zeros((8, 8, 3), np.uint8), extension=".png"))
+    before = photo.read_bytes()
+    proc = run_ppolab("robots", "check", str(photo.with_suffix(".yaml")))  # the default picture: bot.png
+    assert proc.returncode == 2 and f"the picture {photo}: exists and ppolab did not write it" in proc.stderr
+    assert photo.read_bytes() == before

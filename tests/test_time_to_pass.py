@@ -115,7 +115,7 @@ def test_the_committed_time_to_pass_study_is_valid_and_tune_asks_for_checks(tmp_
     from ppolab.experiments.tune.search_space import load_space
 
     space = REPO / "experiments" / "tune" / "jvrc_walk-ttp.space.yaml"
-    assert load_space(space, {"check_every": 50}, ["jvrc_walk"]).fixed == {"n_itr": 1500}
+    assert load_space(space, {"check_every": 50}, ["jvrc_walk"]).fixed == {"n_itr": 800}
     proc = run_ppolab("tune", "--env", "jvrc_walk", "--space", str(space), "--study", "t", "--metric",
                       "time_to_pass", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 2 and "add --check-every N" in proc.stderr, proc.stderr

@@ -44,7 +44,7 @@ def run_robots(ns: argparse.Namespace) -> int:
     file = robot_file.read(ns.file)
     picture = None if ns.no_picture else Path(ns.picture or _default_picture(ns.file, file))
     if picture is not None:
-        _check_picture(picture)
+        _check_picture(picture, named=ns.picture is not None)
     from ppolab.envs.robot_check import check
 
     result = check(file, picture)
@@ -60,22 +60,30 @@ def _default_picture(arg: str, file) -> Path:
     return path.with_suffix(".png") if path.suffix in (".yaml", ".yml") else Path(f"{file.name}.png")
 
 
-def _check_picture(picture: Path) -> None:
-    """A PNG path in an existing folder; an existing file there is replaced only if it is a PNG (an earlier
-    check's picture), never through a symlink."""
+def _check_picture(picture: Path, named: bool) -> None:
+    """A PNG path in an existing folder, never through a symlink. An existing file there is replaced when it
+    is a picture an earlier check wrote, or, named by --picture, any PNG; the default path beside the robot
+    file never replaces a file of the user's (robot.png may be a photo of the robot)."""
+    from ppolab.envs.robot_check import written_by_check
+
+    flag = f"--picture {picture}" if named else f"the picture {picture}"
     if picture.suffix.lower() != ".png":
-        raise UserError(f"--picture {picture}: name a .png file")
+        raise UserError(f"{flag}: name a .png file")
     if not picture.parent.is_dir():
-        raise UserError(f"--picture {picture}: no folder {picture.parent}")
+        raise UserError(f"{flag}: no folder {picture.parent}")
     if picture.is_symlink():
-        raise UserError(f"--picture {picture}: is a symlink; name another file or give --no-picture")
-    if picture.exists():
-        try:
-            ours = picture.is_file() and picture.open("rb").read(8) == b"\x89PNG\r\n\x1a\n"
-        except OSError:
-            ours = False
-        if not ours:
-            raise UserError(f"--picture {picture}: exists and is not a PNG; name another file or give --no-picture")
+        raise UserError(f"{flag}: is a symlink; name another file with --picture, or give --no-picture")
+    if not picture.exists() or written_by_check(picture):
+        return
+    try:
+        png = picture.is_file() and picture.open("rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    except OSError:
+        png = False
+    if not png:
+        raise UserError(f"{flag}: exists and is not a PNG; name another file with --picture, or give --no-picture")
+    if not named:
+        raise UserError(f"{flag}: exists and ppolab did not write it; name another file with --picture (or this "
+                        "one, to replace it), or give --no-picture")  # fmt: skip
 
 
 def _list() -> int:

@@ -25,6 +25,7 @@ from ppolab.envs.robot_task import RobotTask
 STAND_S = 2.0
 SAG = 0.75  # the root stays above this share of its nominal height (where the walking task ends an episode)
 TILT = 0.35  # rad: harness-free, "up" is the root tilted less than this
+PICTURE_MARK = "ppolab robots check"  # the Software text of the pictures it writes
 
 
 def _mirror_checks(env: RobotTask) -> dict:
@@ -108,6 +109,7 @@ def check(file: RobotFile, picture: Path | None) -> dict:
 def render_nominal(cls: type[RobotTask], path: Path, size: tuple[int, int] = (480, 640)) -> Path:
     """A PNG of the robot in its nominal pose, meshes on, from the tracking camera (written whole, or not at all)."""
     import imageio.v3 as iio
+    from PIL.PngImagePlugin import PngInfo
 
     from ppolab.util.files import atomic_write_bytes
 
@@ -120,5 +122,17 @@ def render_nominal(cls: type[RobotTask], path: Path, size: tuple[int, int] = (48
         pixels = renderer.render()
     finally:
         renderer.close()
-    atomic_write_bytes(path, iio.imwrite("<bytes>", pixels, extension=".png"))
+    marked = PngInfo()
+    marked.add_text("Software", PICTURE_MARK)  # a later check replaces only a picture that says this
+    atomic_write_bytes(path, iio.imwrite("<bytes>", pixels, extension=".png", pnginfo=marked))
     return path
+
+
+def written_by_check(path: Path) -> bool:
+    """Whether the PNG at `path` is a picture `robots check` wrote (its text chunk says so)."""
+    import imageio.v3 as iio
+
+    try:
+        return iio.immeta(path, extension=".png").get("Software") == PICTURE_MARK
+    except Exception:  # unreadable, not a PNG, torn: not ours, whatever the reason  # noqa: BLE001
+        return False
