@@ -53,7 +53,7 @@ def test_the_env_settings_are_recorded_in_full_without_a_yaml(trained_run):
 
 def test_run_json_records_versions_and_git(trained_run):
     meta = json.loads((trained_run / "run.json").read_text())
-    assert {"mujoco", "torch", "numpy", "python", "ppolab", "cpu_count"} <= set(meta["system"])
+    assert {"mujoco", "torch", "numpy", "python", "ppolab", "cpu_count", "cpu_model"} <= set(meta["system"])
     assert "git_commit" in meta and "git_dirty" in meta
     assert meta["argv"]
 

@@ -105,6 +105,17 @@ def _git(*args: str) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
+def cpu_model() -> str:
+    """The processor's name from /proc/cpuinfo (Linux), else platform's, else "unknown"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def system_info() -> dict[str, Any]:
     import mujoco
     import numpy
@@ -119,7 +130,8 @@ def system_info() -> dict[str, Any]:
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "platform": f"{platform.system()} {platform.release()}",
-        "cpu": platform.processor() or "N/A",
+        "cpu": platform.processor() or "N/A",  # LHW's console line (N/A on Linux, there too)
+        "cpu_model": cpu_model(),  # what the run's speed figures ran on
         "cpu_count": os.cpu_count(),
         "available_cores": available_cores(),
         "host": socket.gethostname(),
