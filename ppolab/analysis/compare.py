@@ -550,7 +550,9 @@ def compare(runs: list[Run], min_effect_value: float | None = None, metric: str 
     if best:
         out.append(f"- {best}")
     for k, means, spread in parameter_effects(configs):
-        per = ", ".join(f"{v}: {m:.1f}" for v, m in sorted(means.items(), key=lambda kv: str(kv[0])))
+        per = ", ".join(
+            f"{'unset' if v is None else v}: {m:.1f}" for v, m in sorted(means.items(), key=lambda kv: str(kv[0]))
+        )
         out.append(f"- *Estimate:* mean final reward by {k}: {per} (spread {spread:.1f}).")
     unstable = [r for r in finished if r.summary and not r.summary.stable]
     for r in unstable:
