@@ -98,9 +98,12 @@ def test_imitating_through_lhw_s_command_line_records_the_expert_and_a_resume_re
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--env", "t1_walk", "--imitate", str(WALKER)], "its env is not one of the robot 't1''s tasks"),
+        (["--env", "t1_walk", "--imitate", str(WALKER)], "its env is not one of robot t1's tasks"),
         (["--env", "cartpole", "--imitate", str(WALKER)], "cartpole cannot show its states to an expert"),
-        (["--env", "jvrc_step", "--imitate", "no-such-run"], "--imitate no-such-run: no such file"),
+        (["--env", "jvrc_step", "--imitate", "no-such-run"], "--imitate: no-such-run: no such file"),
+        (["--env", "jvrc_step", "--imitate", "."], "--imitate: actor.pt: no such file (is this a run folder"),
+        (["--env", "jvrc_step", "--imitate", str(WALKER / "env.yaml")], "--imitate: " + str(WALKER / "env.yaml")),
+        (["--env", "jvrc_step", "--imitate-coeff", "0.5"], "add --imitate PATH (a run folder or actor .pt)"),
     ],
 )
 def test_an_expert_that_does_not_fit_is_one_line_before_anything_is_made(tmp_path, args, says):

@@ -143,7 +143,7 @@ class RobotTask:
         entries both observe copied by name, what only the expert observes filled by `expert_fill`."""
         mine, theirs = self.robot_file.name, getattr(type(expert), "robot_file", None)
         if theirs is None or theirs.name != mine:
-            raise NoExpertView(f"its env is not one of the robot {mine!r}'s tasks")
+            raise NoExpertView(f"its env is not one of robot {mine}'s tasks")
         if expert.act_dim != self.act_dim:
             raise NoExpertView(f"it drives {expert.act_dim} joints, this env {self.act_dim}")
         return shared_view(self.layout, expert.layout, self.expert_fill(expert.task), self.act_dim,

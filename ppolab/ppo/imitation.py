@@ -45,9 +45,9 @@ class Expert:
         """The expert at `given` (a run folder or actor .pt) for a student on `student` (a one-env batch)."""
         try:
             path = ckpt.find_actor(Path(given))
+            actor, meta = load_actor(path)
         except UserError as exc:
-            raise UserError(f"--imitate {given}: {str(exc).split(': ', 1)[-1]}") from None
-        actor, meta = load_actor(path)
+            raise UserError(f"--imitate: {exc}") from None
         if meta.get("recurrent"):
             raise UserError(f"--imitate {given}: an LSTM expert cannot be asked about single states; give an MLP one")
         if not isinstance(student, RobotTask):
