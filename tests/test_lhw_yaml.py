@@ -94,3 +94,18 @@ def test_train_takes_lhw_s_file_through_the_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     saved = next(tmp_path.glob("*/env.yaml")).read_text()
     assert "R_KNEE: 250.0" in saved and "action_filter: pair" in saved
+
+
+def test_h1_walk_without_a_file_is_lhw_s_walk_yaml():
+    """`--env h1_walk` alone trains what LHW's envs/h1/configs/walk.yaml says: pose, gains, clock, joint
+    limits, noise, perturbed bodies (a robot file's task defaults, not a copy of LHW's file)."""
+    ours = make_env("h1_walk", 1)
+    lhw = make_env("h1_walk", 1, env_config.resolve("h1_walk", str(LHW / "h1_walk.yaml")))
+    np.testing.assert_allclose(ours.batch.nominal_leg, lhw.batch.nominal_leg)
+    for field in ("actuator_gainprm", "actuator_biasprm"):  # kp; -kp and -kd
+        np.testing.assert_allclose(getattr(ours.batch.models[0], field), getattr(lhw.batch.models[0], field))
+    a, b = ours.cfg, lhw.cfg
+    assert (a.joint_limits, a.swing_duration, a.stance_duration, a.goal_height) == (
+        b.joint_limits, b.swing_duration, b.stance_duration, b.goal_height)  # fmt: skip
+    assert a.randomization.model_dump() == b.randomization.model_dump() and ours.batch._pushed == lhw.batch._pushed
+    assert a.init_joint_noise == pytest.approx(b.init_joint_noise, rel=0.01)
