@@ -115,6 +115,7 @@ def test_train_takes_the_machine_lock_and_no_lock_skips_it(tmp_path):
     base = [sys.executable, "-m", "ppolab", "train", *TINY, "--logdir", str(tmp_path / "runs")]
     first = subprocess.Popen([*base, "--n-itr", "2000", "--run-name", "first"], env=env, stdout=subprocess.DEVNULL)
     wait_until(iterations_logged(tmp_path / "runs" / "first"), "the first run's first iteration", alive=first)
+    first.send_signal(signal.SIGSTOP)  # it holds the lock; paused, it leaves the cores to the rest of the suite
     second = subprocess.Popen(
         [*base, "--n-itr", "1", "--run-name", "second"], env=env, stdout=subprocess.PIPE, text=True
     )
@@ -125,6 +126,7 @@ def test_train_takes_the_machine_lock_and_no_lock_skips_it(tmp_path):
     free = subprocess.run([*base, "--n-itr", "1", "--run-name", "free", "--no-lock"], env=env, capture_output=True)
     assert free.returncode == 0 and (tmp_path / "runs" / "free" / "last.pt").exists()
     first.send_signal(signal.SIGTERM)
+    first.send_signal(signal.SIGCONT)  # the stop request is handled once it runs again
     assert first.wait(60) == 130
     assert second.wait(120) == 0  # the lock passed on: it ran
     assert oct((tmp_path / "ppolab-train.lock").stat().st_mode & 0o777) == "0o666"  # any user can take it

@@ -54,6 +54,8 @@ def start(d: Path) -> subprocess.Popen:
 
 def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     d = make_sweep(tmp_path)
+    before = run(str(d), "--status").stdout
+    assert "Sweep: 0/2 runs done, 6 iterations left, ETA unknown until a run starts" in before
     proc = run(str(d), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
@@ -76,6 +78,14 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
         (d / "plots" / f).stat().st_size > 10_000 for f in ("learning_curves.png", "eval_reward.png", "diagnostics.png")
     )
     assert "[tiny](sweeps/tiny/results.md)" in (d.parent.parent / "experiment-tracker.md").read_text()
+    status = run(str(d), "--status").stdout  # --status and --list of the finished sweep
+    rows = [line for line in status.splitlines() if line.startswith("| ") and "Name" not in line]
+    assert len(rows) == 2 and all("| done" in r and "3/3" in r for r in rows)
+    assert status.splitlines()[-1] == "Sweep: 2/2 runs done, 0 iterations left, ETA -"
+    listing = run("--list", "--root", str(d.parent)).stdout
+    verdict = re.search(r"\*\*Verdict: (\w+)", report).group(1)
+    row = next(line for line in listing.splitlines() if line.startswith("| tiny "))
+    assert "2/2" in row and f"| {verdict} " in row  # the report's verdict, where the sweeps are listed
     log = (d / "logs" / "clip03-s1.log").read_text()
     assert "********** Iteration 2 ************" in log  # output went to the run's log file too
     written = (d / "results.md").stat().st_mtime_ns
@@ -94,21 +104,6 @@ def test_launch_runs_every_job_in_order_and_records_state(tmp_path, lock_dir):
     assert (d / "results.md").stat().st_mtime_ns > written  # a run ran: the report is written again
     first = [json.loads(line) for line in redo.splitlines()]
     assert without_timings(read_metrics(d / "runs" / "clip03-s1")) == without_timings(first)  # the same run again
-
-
-def test_status_and_list(tmp_path, lock_dir):
-    d = make_sweep(tmp_path)
-    before = run(str(d), "--status").stdout
-    assert "Sweep: 0/2 runs done, 6 iterations left, ETA unknown until a run starts" in before
-    assert run(str(d), "--yes").returncode == 0
-    status = run(str(d), "--status").stdout
-    rows = [line for line in status.splitlines() if line.startswith("| ") and "Name" not in line]
-    assert len(rows) == 2 and all("| done" in r and "3/3" in r for r in rows)
-    assert status.splitlines()[-1] == "Sweep: 2/2 runs done, 0 iterations left, ETA -"
-    listing = run("--list", "--root", str(d.parent)).stdout
-    verdict = re.search(r"\*\*Verdict: (\w+)", (d / "results.md").read_text()).group(1)
-    row = next(line for line in listing.splitlines() if line.startswith("| tiny "))
-    assert "2/2" in row and f"| {verdict} " in row  # the report's verdict, where the sweeps are listed
 
 
 def test_kill_9_of_the_runner_then_relaunch_completes_every_run_exactly_once(tmp_path, lock_dir):
