@@ -6,6 +6,7 @@ The fixture starts the cluster with scripts/slurm_local.sh when it is not up
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -36,19 +37,28 @@ def _slurm_up() -> bool:
 
 
 @pytest.fixture(scope="module")
-def slurm():
-    if _slurm_up():
-        yield
-        return
-    if os.geteuid() != 0:
-        pytest.skip("no Slurm running, and starting one needs root: sudo bash scripts/slurm_local.sh start")
-    proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "slurm_local.sh"), "start"], capture_output=True, text=True, timeout=900
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"could not start a local Slurm: {(proc.stderr or proc.stdout).strip()[-300:]}")
-    yield
-    subprocess.run(["bash", str(REPO / "scripts" / "slurm_local.sh"), "stop"], timeout=60)
+def slurm(tmp_path_factory):
+    """A Slurm for this module's tests: the one running, or one started here and stopped when every test
+    worker is done with it (pytest-xdist may run this module's tests on several workers at once: a lock
+    file beside the workers' folders is held shared while a worker uses Slurm, exclusively to start or stop it)."""
+    with open(tmp_path_factory.getbasetemp().parent / "slurm.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker at a time looks and starts
+        started = False
+        if not _slurm_up():
+            if os.geteuid() != 0:
+                pytest.skip("no Slurm running, and starting one needs root: sudo bash scripts/slurm_local.sh start")
+            proc = subprocess.run(["bash", str(REPO / "scripts" / "slurm_local.sh"), "start"], capture_output=True,
+                                  text=True, timeout=900)  # fmt: skip
+            if proc.returncode != 0:
+                pytest.skip(f"could not start a local Slurm: {(proc.stderr or proc.stdout).strip()[-300:]}")
+            started = True
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            if started:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # waits for the other workers' Slurm tests to finish
+                subprocess.run(["bash", str(REPO / "scripts" / "slurm_local.sh"), "stop"], timeout=60)
 
 
 def ppolab(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -43,8 +43,9 @@ def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
         raise UserError("--env is required (or --resume RUN_DIR)")
     cfg = build_config(given)
     _check_mirror(cfg, given)
-    if cfg.continued:
-        check_policy_file("--continued", Path(cfg.continued))
+    for option, policy in (("--continued", cfg.continued), ("--imitate", cfg.imitate)):
+        if policy:
+            check_policy_file(option, Path(policy))
     _check_backend(req.backend)
     return cfg, None
 
