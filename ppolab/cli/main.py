@@ -259,9 +259,6 @@ def run_train(ns: argparse.Namespace) -> int:
     from ppolab.ppo.entry import TrainRequest, run
 
     given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
-    if given.get("imitate_coeff") is not None and not given.get("imitate") and not ns.resume:
-        raise UserError("--imitate-coeff weighs the imitation loss towards --imitate EXPERT, which is not given; "
-                        "add --imitate PATH (a run folder or actor .pt) or drop --imitate-coeff")  # fmt: skip
     req = TrainRequest(config=given, resume=Path(ns.resume) if ns.resume else None, sampler_procs=ns.sampler_procs,
                        backend=ns.backend)  # fmt: skip
     return run(req, lock=None if ns.no_lock else _machine_lock)

@@ -41,6 +41,9 @@ def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
         return _resumed(Path(req.resume), given), Path(req.resume)
     if "env" not in given:
         raise UserError("--env is required (or --resume RUN_DIR)")
+    if given.get("imitate_coeff") is not None and not given.get("imitate"):
+        raise UserError("--imitate-coeff weighs the imitation loss towards --imitate EXPERT, which is not given; "
+                        "add --imitate PATH (a run folder or actor .pt) or drop --imitate-coeff")  # fmt: skip
     cfg = build_config(given)
     _check_mirror(cfg, given)
     for option, policy in (("--continued", cfg.continued), ("--imitate", cfg.imitate)):
