@@ -205,8 +205,12 @@ def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
     a walker passes when walk, straight, stand and turn all pass; a stepper when every plan type does.
 
     Results are kept in RUN_DIR/checks_curve.jsonl, so each checkpoint is checked once, also across
-    sessions (the checkpoints themselves need not be kept).
+    sessions (the checkpoints themselves need not be kept). A run trained with `--check-every` checked
+    itself: its own rounds (metrics.jsonl's check records) are the points, and no checkpoint is checked again.
     """
+    own = {r["iteration"]: _from_training(r) for r in rows if r["type"] == "check"}
+    if own:
+        return [own[k] for k in sorted(own)]
     cache = run_dir / "checks_curve.jsonl"
     curve = {r["iteration"]: r for r in map(json.loads, cache.read_text().splitlines())} if cache.exists() else {}
     its = {r["iteration"]: r for r in rows if r["type"] == "iteration"}
@@ -222,6 +226,15 @@ def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
         with cache.open("a") as f:
             f.write(json.dumps(curve[itr]) + "\n")
     return [curve[k] for k in sorted(curve)]
+
+
+def _from_training(row: dict) -> dict:
+    """A curve point from one of training's own check rounds (`--check-every`; a round stops at its first
+    failure, so a check it did not reach is absent, not failed)."""
+    names = sorted({k.split(".")[0] for k in row if k.endswith(".passed") and k.count(".") == 1})
+    score = row.get("walk.score", row.get("footsteps.min_share"))
+    return {"iteration": row["iteration"], "env_steps": row.get("total_steps"), "wall_s": row.get("total_time"),
+            "passed": bool(row["passed"]), "score": score, **{n: bool(row[f"{n}.passed"]) for n in names}}  # fmt: skip
 
 
 def plot_curve(curve: list[dict], path: Path, env: str) -> Path:

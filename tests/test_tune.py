@@ -82,7 +82,7 @@ def complete_trials(storage: str) -> list[optuna.trial.FrozenTrial]:
 
 
 def test_a_study_killed_mid_trial_continues_to_three_complete_trials_without_duplicates(tmp_path):
-    n_itr = 30
+    n_itr = 12
     write(tmp_path, SPACE % n_itr)
     args = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "kill", "--n-trials", "3"]
     env = {**os.environ, "RAY_ADDRESS": "", "PPOLAB_LOCK_DIR": str(tmp_path)}
@@ -125,27 +125,6 @@ def test_a_study_killed_mid_trial_continues_to_three_complete_trials_without_dup
     assert len(optuna.load_study(study_name="kill", storage=storage).trials) == 4  # no trial added
 
 
-def test_a_continued_study_keeps_its_settings_and_report_reruns_no_trial(tmp_path):
-    write(tmp_path, SPACE % 2)
-    base = ["tune", *TINY_TUNE, "--space", "space.yaml", "--study", "same", "--n-trials", "1"]
-    env = {"PPOLAB_LOCK_DIR": str(tmp_path)}
-    assert run_ppolab(*base, cwd=tmp_path, env=env).returncode == 0
-    other = run_ppolab(*base, "--seeds", "2", cwd=tmp_path, env=env)
-    assert other.returncode == 2
-    assert other.stderr.startswith("ppolab tune: error: study 'same' was started with other seeds ([1])")
-
-    (tmp_path / "experiments/tune/same/report.md").unlink()
-    again = run_ppolab("tune", "--study", "same", "--report", cwd=tmp_path, env=env)
-    assert again.returncode == 0 and (tmp_path / "experiments/tune/same/report.md").exists()
-    assert "Trial 1" not in again.stdout and "1 complete" in again.stdout
-    missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
-    assert missing.returncode == 2 and "no such study" in missing.stderr
-    as_json = run_ppolab("tune", "--study", "same", "--report", "--json", cwd=tmp_path, env=env)
-    data = json.loads(as_json.stdout)
-    assert data["schema_version"] == 1 and data["command"] == "tune --report" and data["counts"]["complete"] == 1
-    assert data["best"]["state"] == "complete" and set(data["best"]["params"]) and data["seeds"] == [1]
-
-
 def test_several_envs_are_normalised_by_their_target_scores_and_a_grid_ends_when_tried(tmp_path):
     write(
         tmp_path,
@@ -178,7 +157,8 @@ def test_several_envs_are_normalised_by_their_target_scores_and_a_grid_ends_when
 
 @pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage")
 def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(tmp_path):
-    """Through Optuna's heartbeats: a RUNNING trial of host 'node-7' in the shared storage goes silent."""
+    """Through Optuna's heartbeats: a RUNNING trial of host 'node-7' in the shared storage goes silent.
+    Then the study, continued, keeps its settings, and its report is rerun without a trial."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution
     from optuna.storages import RDBStorage
 
@@ -203,6 +183,22 @@ def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(t
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
     assert trials[2].params == trials[1].params and trials[2].system_attrs["failed_trial"] == 1
 
+    # the study continues only with its own settings; its report is written again without running a trial
+    other = run_ppolab(*base, "--n-trials", "3", "--seeds", "2", cwd=tmp_path, env=env)
+    assert other.returncode == 2
+    assert other.stderr.startswith("ppolab tune: error: study 'hb' was started with other seeds ([1])")
+    (tmp_path / "experiments/tune/hb/report.md").unlink()
+    again = run_ppolab("tune", "--study", "hb", "--report", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and (tmp_path / "experiments/tune/hb/report.md").exists()
+    assert "Trial 3" not in again.stdout and "2 complete" in again.stdout
+    assert len(optuna.load_study(study_name="hb", storage=url).trials) == 3  # no trial added
+    missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and "no such study" in missing.stderr
+    as_json = run_ppolab("tune", "--study", "hb", "--report", "--json", cwd=tmp_path, env=env)
+    data = json.loads(as_json.stdout)
+    assert data["schema_version"] == 1 and data["command"] == "tune --report" and data["counts"]["complete"] == 2
+    assert data["best"]["state"] == "complete" and set(data["best"]["params"]) and data["seeds"] == [1]
+
 
 def test_peak_eval_scores_a_trial_by_its_best_evaluation_and_reports_the_best_so_far(tmp_path):
     write(tmp_path, "params:\n  lr: {type: categorical, choices: [0.001]}\n  n_itr: 6\n")
@@ -222,7 +218,7 @@ def test_a_trial_far_below_the_median_is_pruned_and_its_run_stopped(tmp_path):
     """The median pruner at work, deterministically: after one real trial, five finished trials that
     scored 10^6 at every step are added to the study through Optuna's public API; the next real trial
     is then below their median from its first report past the warm-up, so it is pruned there."""
-    n_itr = 240  # tiny cartpole, 10-40 ms an iteration: pruned at 60, the run has 2-7 s left to be stopped in
+    n_itr = 120  # tiny cartpole, 10-40 ms an iteration: pruned at 30, 1-3.6 s before its end (polled every 0.5 s)
     write(tmp_path, f"params:\n  lr: {{type: categorical, choices: [0.001]}}\n  n_itr: {n_itr}\n")
     args = ["tune", *TINY, "--space", "space.yaml", "--study", "p", "--sampler", "random"]
     first = run_ppolab(*args, "--n-trials", "1", cwd=tmp_path)
