@@ -114,6 +114,65 @@ def sampling(
     return cfg.batch_size / best, sampler.procs
 
 
+def replay_ceiling(env_name: str, steps: int, procs: int, trained: Path | None = None) -> float:
+    """The ceiling on the very states sampling visits: control steps per second of bare `mj_step`, all
+    processes at once. Each process samples its share of the 12 envs as a sampling worker does (the
+    untrained policy, or `trained`), recording each env's whole integration state (positions, velocities,
+    controls, applied forces, warm start) before every control step; then, with every process ready, it
+    sets each recorded state and steps it again in a bare loop, and takes away the time of setting them
+    (a loop that only sets). Falls, contacts and randomised models are the sampled ones: none of the
+    standing ceiling's guesswork about what sampling steps."""
+    ctx = mp.get_context("fork")
+    queue, ready = ctx.Queue(), ctx.Barrier(procs)
+    if trained is None:
+        probe = make_env(env_name, 1)
+        actor, _ = build_networks(TrainConfig(env=env_name, hidden_sizes=HIDDEN), probe.obs_dim, probe.act_dim)
+        overrides = None
+    else:
+        actor, meta = load_actor(trained)
+        overrides = meta.get("env_config")
+    params = sampling_params(actor)
+    args = (env_name, overrides, params, 12 // procs, steps, ready, queue)
+    workers = [ctx.Process(target=_replay_worker, args=(k, *args)) for k in range(procs)]
+    for w in workers:
+        w.start()
+    rates = [queue.get() for _ in workers]
+    for w in workers:
+        w.join()
+    return float(sum(rates))
+
+
+def _replay_worker(k: int, env_name, overrides, params, envs: int, steps: int, ready, queue) -> None:
+    from ppolab.envs import humanoid
+    from ppolab.ppo.rollout import collect
+
+    env = make_env(env_name, envs, overrides)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    records, step = [], mujoco.mj_step
+
+    def recorded(m, d, n=1):
+        state = np.empty(mujoco.mj_stateSize(m, spec))
+        mujoco.mj_getState(m, d, state, spec)
+        records.append((m, d, state, n))
+        step(m, d, n)
+
+    humanoid.mujoco.mj_step = recorded  # the batch (and BatchPhysics) look mj_step up at every step
+    collect(env, params, seed=0, stream=0, iteration=1, first_slot=k * envs, total_slots=12, steps=steps)
+    humanoid.mujoco.mj_step = step
+    set_state = mujoco.mj_setState
+    ready.wait()
+    t = time.perf_counter()
+    for m, d, state, n in records:
+        set_state(m, d, state, spec)
+        step(m, d, n)
+    both = time.perf_counter() - t
+    t = time.perf_counter()
+    for m, d, state, _ in records:
+        set_state(m, d, state, spec)
+    setting = time.perf_counter() - t
+    queue.put(len(records) / (both - setting))
+
+
 def where_time_goes(env_name: str, envs: int = 6, steps: int = 400) -> dict:
     """One process, as one sampling worker: mj_step's time per env step (timed inside the step loop)
     against the same model standing still, and the time left to everything else (rewards, observations,
@@ -212,11 +271,18 @@ def main() -> None:
             f"{name}: sampling {rate:,.0f} env steps/s ({12 * args.envs_per_worker} envs) on {procs} processes; "
             f"raw mj_step ceiling {raw:,.0f} control steps/s on {cores} cores; {100 * rate / raw:.0f}% of the ceiling"
         )
+        replay = max(replay_ceiling(name, args.steps, procs) for _ in range(args.repeats))
+        results[name] |= {"replay_ceiling_steps_per_s": replay, "ratio_replay": rate / replay}
+        print(f"  ceiling on the sampled states (replayed, {procs} processes at once): {replay:,.0f} control "
+              f"steps/s; sampling is {100 * rate / replay:.0f}% of it")  # fmt: skip
         shipped = PRETRAINED / name
         if shipped.is_dir():  # the robot walking (the shipped policy): the workload once training has learned
             walking, _ = sampling(name, args.steps, args.repeats, args.envs_per_worker, trained=shipped)
+            replay = max(replay_ceiling(name, args.steps, procs, shipped) for _ in range(args.repeats))
             results[name] |= {"sampling_trained_steps_per_s": walking, "ratio_trained": walking / raw}
-            print(f"  with the shipped policy: {walking:,.0f} env steps/s, {100 * walking / raw:.0f}% of the ceiling")
+            results[name] |= {"replay_trained_steps_per_s": replay, "ratio_trained_replay": walking / replay}
+            print(f"  with the shipped policy: {walking:,.0f} env steps/s, {100 * walking / raw:.0f}% of the ceiling, "
+                  f"{100 * walking / replay:.0f}% of its replayed ceiling ({replay:,.0f})")  # fmt: skip
         split = where_time_goes(name)
         results[name]["split"] = split
         print(f"  where the time goes (one core, 6 envs, untrained policy): mj_step {split['mj_step_us']:.0f} us "
