@@ -4,7 +4,9 @@ For each humanoid env: the ceiling is `mj_step(model, data, substeps)` in a bare
 loop (one control period per call, a fallen robot put back on its feet), run in
 one process per core, all cores at once. Sampling is `ppolab train`'s sampler
 with a trained-size policy (256 x 256) over 12 batched envs on all cores. The
-ratio is the share of the machine's physics throughput that sampling keeps.
+ratio is the share of the machine's physics throughput that sampling keeps. A second ceiling
+replays the very states sampling visits (`replay_ceiling`): the same ratio without guessing how
+much a stumbling robot costs the solver against a standing one.
 
 Two more figures per env: sampling with the shipped policy (pretrained/ENV: a robot that
 walks, the workload once training has learned, where the untrained one falls every second or
