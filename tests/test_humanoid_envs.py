@@ -381,6 +381,9 @@ def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
     cart = TrainConfig(env="cartpole")
     assert cart.learn_std and cart.std_dev == 0.15 and cart.max_traj_len == 500  # the README's recommendation
     assert TrainConfig(env="cartpole", learn_std=False).learn_std is False
+    robot = TrainConfig(env="g1_walk")  # a robot walker: the Menagerie walkers' budget, checked as it goes
+    assert (robot.n_itr, robot.check_every) == (3000, 100) and not TrainConfig(env="g1_stand").check_every
+    assert not TrainConfig(env="g1_walk", check_every=0).check_every  # and a flag turns the checks off
     proc = run_ppolab("envs")
     assert proc.returncode == 0
     for name, preset in PRESETS.items():
