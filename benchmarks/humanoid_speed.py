@@ -70,15 +70,33 @@ def _ceiling_worker(env_name: str, control_steps: int, queue) -> None:
 
 
 def ceiling(env_name: str, control_steps: int, procs: int) -> float:
+    return _summed_rates(_ceiling_worker, [(env_name, control_steps)] * procs)
+
+
+def _summed_rates(target, args: list[tuple], barrier: bool = False) -> float:
+    """Run target(*a, [barrier,] queue) in one forked process per entry of `args`, all at once; the sum of
+    the rates they put on the queue (with `barrier`, they wait for each other before timing)."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    workers = [ctx.Process(target=_ceiling_worker, args=(env_name, control_steps, queue)) for _ in range(procs)]
+    extra = (ctx.Barrier(len(args)), queue) if barrier else (queue,)
+    workers = [ctx.Process(target=target, args=(*a, *extra)) for a in args]
     for w in workers:
         w.start()
     rates = [queue.get() for _ in workers]
     for w in workers:
         w.join()
     return float(sum(rates))
+
+
+def _policy(env_name: str, trained: Path | None) -> tuple[object, dict | None]:
+    """The sampling policy's parameters and the env settings it runs on: an untrained 256 x 256 actor on
+    the env's defaults, or the `trained` one on the settings it was trained with."""
+    if trained is None:
+        probe = make_env(env_name, 1)
+        actor, _ = build_networks(TrainConfig(env=env_name, hidden_sizes=HIDDEN), probe.obs_dim, probe.act_dim)
+        return sampling_params(actor), None
+    actor, meta = load_actor(trained)
+    return sampling_params(actor), meta.get("env_config")
 
 
 def best_time(sampler, params: dict, steps: int, repeats: int) -> float:
@@ -100,14 +118,7 @@ def sampling(
     cfg = TrainConfig(
         env=env_name, num_procs=12, num_envs_per_worker=envs_per_worker, max_traj_len=steps, hidden_sizes=HIDDEN
     )
-    overrides = None
-    if trained is None:
-        probe = make_env(env_name, 1)
-        actor, _ = build_networks(cfg, probe.obs_dim, probe.act_dim)
-    else:
-        actor, meta = load_actor(trained)
-        overrides = meta.get("env_config")
-    params = sampling_params(actor)
+    params, overrides = _policy(env_name, trained)
     sampler = LocalSampler(env_name, cfg.num_slots, overrides=overrides)
     try:
         best = best_time(sampler, params, steps, repeats)
@@ -124,24 +135,9 @@ def replay_ceiling(env_name: str, steps: int, procs: int, trained: Path | None =
     sets each recorded state and steps it again in a bare loop, and takes away the time of setting them
     (a loop that only sets). Falls, contacts and randomised models are the sampled ones: none of the
     standing ceiling's guesswork about what sampling steps."""
-    ctx = mp.get_context("fork")
-    queue, ready = ctx.Queue(), ctx.Barrier(procs)
-    if trained is None:
-        probe = make_env(env_name, 1)
-        actor, _ = build_networks(TrainConfig(env=env_name, hidden_sizes=HIDDEN), probe.obs_dim, probe.act_dim)
-        overrides = None
-    else:
-        actor, meta = load_actor(trained)
-        overrides = meta.get("env_config")
-    params = sampling_params(actor)
-    args = (env_name, overrides, params, 12 // procs, steps, ready, queue)
-    workers = [ctx.Process(target=_replay_worker, args=(k, *args)) for k in range(procs)]
-    for w in workers:
-        w.start()
-    rates = [queue.get() for _ in workers]
-    for w in workers:
-        w.join()
-    return float(sum(rates))
+    params, overrides = _policy(env_name, trained)
+    args = [(k, env_name, overrides, params, 12 // procs, steps) for k in range(procs)]
+    return _summed_rates(_replay_worker, args, barrier=True)
 
 
 def _replay_worker(k: int, env_name, overrides, params, envs: int, steps: int, ready, queue) -> None:
@@ -193,8 +189,7 @@ def _split_worker(env_name: str, envs: int, steps: int, queue) -> None:
     from ppolab.ppo.rollout import collect
 
     env = make_env(env_name, envs)
-    actor, _ = build_networks(TrainConfig(env=env_name, hidden_sizes=HIDDEN), env.obs_dim, env.act_dim)
-    params = sampling_params(actor)
+    params, _ = _policy(env_name, None)
     collect(env, params, seed=0, stream=0, iteration=0, first_slot=0, total_slots=12, steps=50)
     physics, step = [0.0], mujoco.mj_step
 
