@@ -4,7 +4,7 @@ together, and what it can do besides (declared here, so that no caller has to pr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import mujoco
 import numpy as np
@@ -67,6 +67,14 @@ class Walker(BatchEnv, Protocol):
 
     def markers(self, i: int) -> list[Marker]:
         """What env i is told, to draw into a video (the walking and stepping tasks have them)."""
+
+
+@runtime_checkable
+class Standing(Protocol):
+    """A robot on position servos (every task on a robot file): where a policy can start standing."""
+
+    def standing_action(self) -> np.ndarray:
+        """(act_dim,) the action that holds the nominal pose at rest, both soles on the floor."""
 
 
 class Imitating(BatchEnv, Protocol):

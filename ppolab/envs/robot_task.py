@@ -20,6 +20,7 @@ from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, che
 from ppolab.envs.imitation import ExpertView, NoExpertView, shared_view
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_model import BuildParams, Robot, load
+from ppolab.envs.standing import holding_offsets
 from ppolab.envs.symmetry import SignedPermutation, Symmetry
 from ppolab.errors import UserError
 from ppolab.util.validation import first_problem
@@ -136,6 +137,12 @@ class RobotTask:
 
     def set_iteration(self, iteration: int) -> None:
         """Curricula that follow training hook in here (the stepping task's stairs); the others ignore it."""
+
+    def standing_action(self) -> np.ndarray:
+        """The action whose servo targets hold the nominal pose, standing on both soles (`--start-standing`)."""
+        c = self.cfg
+        action = holding_offsets(self.model, self.robot.nominal_qpos, self.batch.layout) / c.action_scale
+        return action if c.action_clip is None else np.clip(action, -c.action_clip, c.action_clip)
 
     # -- an expert's view of this task's states (--imitate) --------------------------------------
     def expert_view(self, expert: RobotTask) -> ExpertView:

@@ -116,6 +116,11 @@ class TrainConfig(BaseModel):
         False, description="LSTM actor and critic (hidden sizes = LSTM layers), trained on episodes"
     )
     continued: str | None = Field(None, description="start from pretrained weights: a run folder or actor .pt file")
+    start_standing: bool = Field(
+        False,
+        description="the untrained policy's mean action holds the robot's nominal pose against gravity, instead of 0 "
+        "(tasks on a robot file): for servos too soft to hold it, like LHW's H1 gains (h1_walk's preset)",
+    )
     yaml: str | None = Field(
         None, description="YAML file overriding the env's configuration (gains, rewards, timing, randomisation)"
     )

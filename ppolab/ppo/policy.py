@@ -61,6 +61,12 @@ def mlp(spec: NetSpec) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def start_at(layer: nn.Linear, mean: np.ndarray) -> None:
+    """The output layer's bias set to `mean`: with its weights scaled small, the untrained policy's mean action."""
+    with torch.no_grad():
+        layer.bias.copy_(torch.as_tensor(mean, dtype=layer.bias.dtype))
+
+
 class Actor(nn.Module):
     """Gaussian policy: MLP mean, per-action std that is fixed or learned."""
 
@@ -93,6 +99,10 @@ class Actor(nn.Module):
     def head(self, normed_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and std from already-normalised observations (the update normalises once per batch)."""
         return self.net(normed_obs), self.log_std.exp()
+
+    def start_at(self, mean: np.ndarray) -> None:
+        """Make `mean` the untrained policy's mean action (near it: the last layer's weights are small)."""
+        start_at(self.net[-1], mean)
 
 
 class Critic(nn.Module):
@@ -144,6 +154,9 @@ class RecurrentActor(nn.Module):
 
     def seq(self, normed_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.out(self.lstm(normed_obs)), self.log_std.exp()
+
+    def start_at(self, mean: np.ndarray) -> None:
+        start_at(self.out, mean)
 
 
 class RecurrentCritic(nn.Module):

@@ -49,6 +49,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 # passed every walking check after 2,300-2,900 iterations from scratch (benchmarks/README.md)
 ROBOT_TASK = {**HUMANOID_LHW, "n_itr": 3000}
 ROBOT_WALK = {**ROBOT_TASK, "check_every": 100}  # the walking checks as the run goes (--stop-on-pass ends it there)
+# LHW's H1 gains (kp 100 at the knees) do not hold the robot up under action 0: it starts standing
+PRESETS["h1_walk"] = {**ROBOT_WALK, "start_standing": True}
 
 
 def preset_fields() -> set[str]:

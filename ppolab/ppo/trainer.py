@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ppolab.envs import env_config, make_env
-from ppolab.envs.protocol import BatchEnv
+from ppolab.envs.protocol import BatchEnv, Standing
 from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checking, fused_step
 from ppolab.ppo import checkpoint as ckpt
@@ -278,6 +278,8 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
     if cfg.continued and resume_dir is None:
         notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
+    elif cfg.start_standing and resume_dir is None:
+        notes.append(start_standing(actor, probe, cfg.env))
     actor.to(device)
     critic.to(device)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
@@ -336,6 +338,19 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         if resume_dir is None:
             discard_new_run(run_dir)
         raise
+
+
+def start_standing(actor, probe: BatchEnv, env_name: str) -> str:
+    """--start-standing: the untrained policy's mean action holds the nominal pose; the console's note."""
+    if not isinstance(probe, Standing):
+        raise UserError(f"--start-standing: {env_name} is not a task on a robot file (it has no servo targets that "
+                        "hold a standing pose); drop the flag")  # fmt: skip
+    action = probe.standing_action()
+    actor.start_at(action)
+    return (
+        f"Starting standing (--start-standing): the initial mean action holds the nominal pose (largest "
+        f"entry {np.abs(action).max():.2f})"
+    )
 
 
 def imitation_expert(cfg: TrainConfig, probe: BatchEnv) -> tuple[Expert | None, list[str]]:
