@@ -543,8 +543,8 @@ def test_the_standing_action_holds_the_nominal_pose_against_gravity(name):
     fell_zero, sag_zero = _hold(env, np.zeros(env.act_dim))
     assert not fell_standing and sag_standing < 0.06  # rad, over 1 s
     assert sag_standing < sag_zero
-    if name == "h1_walk":  # LHW's H1 gains: action 0 folds the knees and the robot falls within the second
-        assert fell_zero
+    if name == "h1_walk":  # LHW's H1 gains: action 0 folds the knees (by over 0.5 rad within the second)
+        assert sag_zero > 0.5
 
 
 def test_start_standing_makes_the_untrained_policy_hold_the_pose_and_is_refused_where_there_is_none(tmp_path):

@@ -39,6 +39,19 @@ def test_a_shipped_robot_passes_its_check_and_gets_a_picture(tmp_path):
     _check_picture(picture, named=False)  # its own picture: a later check may replace it, by default too
 
 
+def test_the_check_says_when_the_walking_gains_need_a_policy_that_starts_standing(tmp_path):
+    soft = run_ppolab("robots", "check", "h1", "--no-picture")  # h1_walk takes LHW's soft gains
+    assert soft.returncode == 0, soft.stdout + soft.stderr
+    assert "action 0 does not hold the nominal pose" in soft.stdout and "--start-standing" in soft.stdout
+    path = tmp_path / "weak.yaml"  # a robot whose knees and ankles cannot carry it: the check fails
+    data = yaml.safe_load((REPO / "examples" / "robots" / "apollo.yaml").read_text())
+    data["torque_limit"] = {"hip": 300, "knee": 1, "ankle": 1}
+    path.write_text(yaml.safe_dump(data))
+    weak = run_ppolab("robots", "check", str(path), "--json", "--no-picture")
+    assert weak.returncode == 1, weak.stdout + weak.stderr
+    assert not json.loads(weak.stdout)["passed"]
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "bot.yaml"
     path.write_text(text)

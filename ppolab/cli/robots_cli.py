@@ -112,11 +112,19 @@ def _print_check(r: dict) -> None:
     print(f"  no self-contact at the nominal pose: {ok(not r['self_contact_at_nominal'])}")
     h, f = r["stand_harness"], r["stand_free"]
     stood = h["seconds_up"] >= 2.0 and 0.8 <= h.get("weight_on_soles", 0) <= 1.2
-    print(f"  stands 2 s under its PD servos, the soles carrying the weight (root kept from tipping by a harness): "
+    print(f"  stands 2 s under its PD servos at their holding targets, the soles carrying the weight (root kept "
+          f"from tipping by a harness): "
           f"{ok(stood)} "
           f"({h['seconds_up']} s; lowest root {h.get('lowest_height_share', 0):.0%} of nominal; soles carry "
           f"{h.get('weight_on_soles', 0):.0%} of the weight)")  # fmt: skip
     print(f"  without the harness it stays up {f['seconds_up']} s (a policy balances it; not judged)")
+    w = r["stand_walk_gains"]
+    if w["seconds_up"] >= 2.0:
+        print("  under the walking task's gains, action 0 holds the nominal pose too (with the harness)")
+    else:
+        print(f"  under the walking task's gains, action 0 does not hold the nominal pose (the root sinks to "
+              f"{w.get('lowest_height_share', 0):.0%} of nominal within {w['seconds_up']} s, with the harness): "
+              "train with --start-standing (not judged)")  # fmt: skip
     if "picture" in r:
         print(f"  picture of the nominal pose: {r['picture']}")
     print("Passed." if r["passed"] else "FAILED: see the lines marked FAILED.")

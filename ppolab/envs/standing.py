@@ -40,4 +40,5 @@ def holding_offsets(model: mujoco.MjModel, qpos: np.ndarray, layout: RobotLayout
     torque = (gravity - jac.T @ wrench)[layout.leg_qvel]
     limit = layout.torque_limit
     torque = np.where(limit > 0, np.clip(torque, -limit, limit), torque)
-    return torque / model.actuator_gainprm[layout.leg_act, 0]
+    kp = model.actuator_gainprm[layout.leg_act, 0]
+    return np.divide(torque, kp, out=np.zeros_like(torque), where=kp > 0)  # a servo of kp 0 holds nothing
