@@ -110,6 +110,10 @@ def _print_check(r: dict) -> None:
     flips = [j for j, _, s in r["pairs"] if s < 0]
     print(f"  mirror pairs: {len(r['pairs']) // 2}; sign flips (roll and yaw axes): {', '.join(flips) or 'none'}")
     print(f"  no self-contact at the nominal pose: {ok(not r['self_contact_at_nominal'])}")
+    up, tall = r["head_above_root_m"], r["nominal_height_m"]
+    hint = "" if up >= 0.25 * tall else (": too close to see the upper body lean; give head: a body near the head, "
+                                          "or an offset up the torso (not judged)")  # fmt: skip
+    print(f"  head point {up} m above the root at the nominal pose{hint}")
     h, f = r["stand_harness"], r["stand_free"]
     stood = h["seconds_up"] >= 2.0 and 0.8 <= h.get("weight_on_soles", 0) <= 1.2
     print(f"  stands 2 s under its PD servos at their holding targets, the soles carrying the weight (root kept "

@@ -12,6 +12,8 @@
 - the harness stand at action 0 (the pose itself as the targets) under the walking task's own gains (a
   file's `tasks: walk:` may soften them, as LHW's H1 does): reported, not judged; where it does not hold,
   a policy should start at the standing action (`ppolab train --start-standing`);
+- how high the head point is over the root: the upper-body term keeps it over the root, which says
+  nothing about a lean when the point is at the pelvis (H1's torso_link origin is); reported, not judged;
 - a picture of the nominal pose.
 """
 
@@ -98,7 +100,8 @@ def check(file: RobotFile, picture: Path | None) -> dict:
     env = cls(1, cls.Config(**quiet, kp=file.gains.kp, kd=file.gains.kd, nominal_pose={}))
     env.reset_one(0, np.random.default_rng(0))
     b = env.batch
-    start = {"self_contact_at_nominal": bool(b.self_contact[0])}
+    start = {"self_contact_at_nominal": bool(b.self_contact[0]),
+             "head_above_root_m": round(float(b.sensors[0, env.s.head_pos][2] - b.qpos[0, 2]), 3)}  # fmt: skip
     out = {
         "robot": file.name, "model": str(file.model_path()), "legs": len(file.legs),
         "mass_kg": round(env.weight / 9.81, 2),
