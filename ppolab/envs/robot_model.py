@@ -34,6 +34,7 @@ TOUCH_MARGIN = (0.005, 0.005, 0.01)  # the touch box around a sole's collision s
 NOMINAL = "nominal:"  # numerics of a built model: each joint's nominal angle
 STAIR_HALF = (0.15, 0.6, 0.5)  # box half-sizes of one stair tread, m
 TORQUE = "torque:"  # sensors of a built model: each leg servo's force
+SOLE = "{}_sole"  # the site at the bottom of each foot's sole, by side (right, left)
 MERGED = "merged:"  # text elements of a built model: the body a welded body was merged into
 SELF_CONTACT = "self_contact"  # sensor: the number of contacts between two parts of the robot (0 or 1)
 
@@ -423,8 +424,8 @@ def _add_sensors(robot: RobotFile, spec: mujoco.MjSpec, model: mujoco.MjModel, n
         spec.body(body).add_site(name=f"{side}_touch", type=mujoco.mjtGeom.mjGEOM_BOX, pos=pos, quat=quat,
                                  size=list(half + TOUCH_MARGIN), group=4)  # fmt: skip
         pos, quat = _in_body(model, data, body, sole)
-        spec.body(body).add_site(name=f"{side}_sole", pos=pos, quat=quat, size=[0.01, 0, 0], group=4)
-        site_of[side] = f"{side}_sole"
+        spec.body(body).add_site(name=SOLE.format(side), pos=pos, quat=quat, size=[0.01, 0, 0], group=4)
+        site_of[side] = SOLE.format(side)
     spec.body(robot.head.body).add_site(name="head", pos=list(robot.head.offset), size=[0.01, 0, 0], group=4)
     S, SITE = mujoco.mjtSensor, mujoco.mjtObj.mjOBJ_SITE
     for side in ("right", "left"):
@@ -519,7 +520,7 @@ def load(robot: RobotFile, p: BuildParams, pose: dict[str, float] | None = None)
     data = mujoco.MjData(model)
     data.qpos[:] = qpos
     mujoco.mj_kinematics(model, data)
-    soles = [data.site_xpos[model.site(f"{s}_sole").id][2] for s in ("right", "left")]
+    soles = [data.site_xpos[model.site(SOLE.format(s)).id][2] for s in ("right", "left")]
     qpos[2] -= min(soles)  # stand the soles on the floor
     root = model.body(robot.root).id
     return Robot(

@@ -14,8 +14,7 @@ import mujoco
 import numpy as np
 
 from ppolab.envs.humanoid import RobotLayout
-
-SOLES = ("right_sole", "left_sole")  # the sites robot_model adds under each foot
+from ppolab.envs.robot_model import SOLE
 
 
 def holding_offsets(model: mujoco.MjModel, qpos: np.ndarray, layout: RobotLayout) -> np.ndarray:
@@ -30,9 +29,9 @@ def holding_offsets(model: mujoco.MjModel, qpos: np.ndarray, layout: RobotLayout
     data.qpos[:] = qpos
     mujoco.mj_forward(model, data)
     rows = []
-    for site in SOLES:
+    for side in ("right", "left"):
         jac_pos, jac_rot = np.zeros((3, model.nv)), np.zeros((3, model.nv))
-        mujoco.mj_jacSite(model, data, jac_pos, jac_rot, model.site(site).id)
+        mujoco.mj_jacSite(model, data, jac_pos, jac_rot, model.site(SOLE.format(side)).id)
         rows += [jac_pos, jac_rot]
     jac = np.vstack(rows)
     gravity = data.qfrc_bias.copy()  # at rest: gravity alone
