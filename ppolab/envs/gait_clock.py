@@ -61,6 +61,7 @@ def check_half_cycle(swing: float, stance: float, control_dt: float) -> None:
 
 
 def clock_score(clock: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """tan(pi/4 * clock * (2 value - 1)), averaged over the feet: +1 when each foot's normalised value
-    in [0, 1] is what its clock in [-1, 1] asks for, -1 when it is the opposite, 0 for a clock at 0."""
-    return np.tan((np.pi / 4) * clock * (2.0 * value - 1.0)).sum(1) * (1.0 / clock.shape[1])
+    """tan(pi/4 * clock * (2 value - 1)), averaged over the feet (the last axis): +1 when each foot's
+    normalised value in [0, 1] is what its clock in [-1, 1] asks for, -1 when it is the opposite, 0 for a
+    clock at 0. Leading axes are kept: (n, terms, feet) scores several terms in one call."""
+    return np.tan((np.pi / 4) * clock * (2.0 * value - 1.0)).sum(-1) * (1.0 / clock.shape[-1])

@@ -37,6 +37,15 @@ STANDING, IN_PLACE, FORWARD = 0, 1, 2
 MODES = ("standing", "in_place", "forward")
 ONE_HOT = np.eye(3)
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
+SOLES = np.array([0, 3])  # the right and the left sole's velocity, in the sensors' sole_vel slice
+FORCE_SPEED = np.array([[1.0], [-1.0]])  # the speed clock is the force clock negated
+COS_SIN = np.array([0.0, np.pi / 2])  # cos(h - pi/2) = sin(h)
+TURN = np.array([1.0, -1.0])  # (vx, vy) into the heading's frame: (c vx + s vy, c vy - s vx)
+# the exp terms in the order `WalkTask._reward` computes their sizes: the yaw rate's is a cube, two are norms
+SIZES = ("root_accel", "torque_change", "action_change", "yaw_rate", "velocity", "velocity_fine", "upper_body",
+         "posture", "height", "heading")  # fmt: skip
+YAW_RATE = SIZES.index("yaw_rate")
+NORMS = slice(SIZES.index("upper_body"), SIZES.index("posture") + 1)
 
 
 class WalkRewards(BaseModel):
@@ -99,6 +108,7 @@ class WalkTask(RobotTask):
         cfg = self.cfg
         self.clock, self.double_support = clock_tables(cfg.swing_duration, cfg.stance_duration, cfg.control_dt)
         self.period = len(self.clock)
+        self._mode_clock = np.stack([np.ones_like(self.clock), self.clock, self.clock])  # (mode, phase, foot)
         n = num_envs
         self.phase = np.zeros(n, dtype=int)  # control steps into the gait cycle
         self.mode = np.zeros(n, dtype=int)
@@ -112,7 +122,7 @@ class WalkTask(RobotTask):
         self.held = False  # a fixed command (the behaviour checks, videos): no random switches
         self.heading = np.zeros(n)  # the root's yaw after the last step
         self.clock_obs = clock_observation(self.period)
-        self._weights = np.array([getattr(cfg.rewards, k) for k in WalkRewards.model_fields])
+        self._reward_tables()
         self.layout = self.observation_layout([("clock", 2), ("mode", 3), ("command", 3)])
         self.obs_dim, self.act_dim = self.layout["command"].stop, self.n_legs
         self.symmetry = self.mirrored(list(range(8)), [-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
@@ -196,7 +206,7 @@ class WalkTask(RobotTask):
     # -- stepping -----------------------------------------------------------------
     def force_clock(self) -> np.ndarray:
         """(n, 2) force clock of the right and left foot: +1 bear weight, -1 swing; standing: both +1."""
-        return np.where((self.mode == STANDING)[:, None], 1.0, self.clock[self.phase])
+        return self._mode_clock[self.mode, self.phase]
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b = self.batch
@@ -212,37 +222,47 @@ class WalkTask(RobotTask):
         return self.observe(), reward, self.fallen()
 
     def _reward(self, target: np.ndarray, prev_target: np.ndarray) -> np.ndarray:
-        """The weighted terms (written lean: this runs for every env at every control step)."""
-        b, c = self.batch, self.cfg
-        n, sensors, qvel, cmd = self.num_envs, b.sensors, b.qvel, self.command
-        clock = self.force_clock()
-        force = clamp(sensors[:, self.s.touch] * (2.0 / self.weight), 0.0, 1.0)  # half the weight: a stance
-        sole_vel = sensors[:, self.s.sole_vel].reshape(n, 2, 3)
-        speed = clamp(np.sqrt((sole_vel * sole_vel).sum(2)) * 5.0, 0.0, 1.0)  # 0.2 m/s: swinging
-        cos, sin = np.cos(self.heading), np.sin(self.heading)
-        v_body = np.stack([cos * qvel[:, 0] + sin * qvel[:, 1], cos * qvel[:, 1] - sin * qvel[:, 0]], axis=1)
-        alpha = c.control_dt / VELOCITY_AVERAGE_S
-        self.v_avg = (1.0 - alpha) * self.v_avg + alpha * v_body
-        height_err = np.abs(b.qpos[:, 2] - self.goal_height)
-        height_err[height_err < 0.01 + 0.05 * cmd[:, 1]] = 0.0
-        v_err, v_avg_err = v_body - cmd[:, 1:3], self.v_avg - cmd[:, 1:3]
-        head = self.head_offset()
+        """The weighted terms: two clock scores, and ten exp(-scale x size) terms whose sizes come from two
+        batched reductions (sums of absolute values, sums of squares), each over one concatenated array.
+        Written so because it runs for every env at every control step, and numpy's cost for a few envs is
+        per call, not per element: a few calls per term cost as much as the rest of the task's step."""
+        b, s, cmd, qvel = self.batch, self.s, self.command, self.batch.qvel
+        sole_vel = b.sensors[:, s.sole_vel]
+        speed = np.sqrt(np.add.reduceat(sole_vel * sole_vel, SOLES, axis=1))
+        feet = np.concatenate([b.sensors[:, s.touch] * self._feet_scale[0], speed * self._feet_scale[1]], axis=1)
+        clocks = self.force_clock()[:, None, :] * FORCE_SPEED  # force clock, speed clock: (n, 2 terms, 2 feet)
+        scores = clock_score(clocks, clamp(feet, 0.0, 1.0).reshape(-1, 2, 2))
+        cos_sin = np.cos(self.heading[:, None] - COS_SIN)  # v_body: the root's velocity in its heading's frame
+        v_body = cos_sin[:, :1] * qvel[:, 0:2] + cos_sin[:, 1:] * qvel[:, 1::-1] * TURN
+        self.v_avg = (1.0 - self._alpha) * self.v_avg + self._alpha * v_body
+        height_err = np.abs(b.qpos[:, 2:3] - self.goal_height)
+        height_err *= height_err >= 0.01 + 0.05 * cmd[:, 1:2]  # within a tolerance, growing with the speed: none
+        changes = [b.torque - self.prev_torque, target - prev_target, qvel[:, 5:6] - cmd[:, 0:1]]
+        absolute = np.abs(np.concatenate([qvel[:, 3:6], b.root_acc, *changes], axis=1))
+        errors = [v_body - cmd[:, 1:3], (self.v_avg - cmd[:, 1:3]) * self._fine_scale, self.head_offset()]
         legs = b.qpos[:, b.layout.leg_qpos] - b.nominal_leg
-        k = 1.0 / self.n_legs
-        terms = {
-            "foot_force": clock_score(clock, force),
-            "foot_velocity": clock_score(-clock, speed),
-            "root_accel": np.exp(-0.25 * (np.abs(qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
-            "height": np.exp(-40.0 * height_err**2),
-            "velocity": np.exp(-10.0 * (v_err * v_err).sum(1)),
-            "velocity_fine": np.exp(
-                -((v_avg_err[:, 0] / c.velocity_scale) ** 2) - (v_avg_err[:, 1] / c.lateral_scale) ** 2
-            ),
-            "yaw_rate": np.exp(-10.0 * np.abs(qvel[:, 5] - cmd[:, 0]) ** 3),
-            "heading": np.exp(-((self.heading_error * (1.0 / c.heading_scale)) ** 2)),
-            "upper_body": np.exp(-10.0 * np.sqrt((head * head).sum(1))),
-            "posture": np.exp(-np.sqrt((legs * legs).sum(1))),
-            "torque_change": np.exp(-0.25 * k * np.abs(b.torque - self.prev_torque).sum(1)),
-            "action_change": np.exp(-5.0 * k * np.abs(target - prev_target).sum(1)),
-        }
-        return np.stack([terms[k] for k in WalkRewards.model_fields], axis=1) @ self._weights
+        squared = np.concatenate([*errors, legs, height_err, self.heading_error[:, None]], axis=1)
+        squared *= squared
+        sizes = np.concatenate(
+            [np.add.reduceat(absolute, self._abs_starts, axis=1), np.add.reduceat(squared, self._sq_starts, axis=1)],
+            axis=1,
+        )
+        sizes[:, YAW_RATE] **= 3
+        np.sqrt(sizes[:, NORMS], out=sizes[:, NORMS])
+        sizes *= self._exp_scales
+        return np.concatenate([scores, np.exp(sizes, out=sizes)], axis=1) @ self._term_weights
+
+    def _reward_tables(self) -> None:
+        """What `_reward` needs that never changes: where each size's entries start in its concatenation,
+        each size's scale (negated), and the weights in the order it computes the terms."""
+        c, legs = self.cfg, self.n_legs
+        self._feet_scale = (2.0 / self.weight, 5.0)  # half the weight: a stance; 0.2 m/s: a swing
+        self._alpha = c.control_dt / VELOCITY_AVERAGE_S
+        self._fine_scale = np.array([1.0 / c.velocity_scale, 1.0 / c.lateral_scale])
+        self._abs_starts = np.array([0, 6, 6 + legs, 6 + 2 * legs])  # root ang. vel. + acc., torque, action, yaw
+        self._sq_starts = np.array([0, 2, 4, 6, 6 + legs, 7 + legs])  # velocity, fine, head, legs, height, heading
+        scales = {"root_accel": 0.25, "torque_change": 0.25 / legs, "action_change": 5.0 / legs, "yaw_rate": 10.0,
+                  "velocity": 10.0, "velocity_fine": 1.0, "upper_body": 10.0, "posture": 1.0, "height": 40.0,
+                  "heading": 1.0 / c.heading_scale**2}  # fmt: skip
+        self._exp_scales = -np.array([scales[name] for name in SIZES])
+        self._term_weights = np.array([getattr(c.rewards, name) for name in ("foot_force", "foot_velocity", *SIZES)])
