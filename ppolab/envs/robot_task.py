@@ -187,9 +187,9 @@ class RobotTask:
         return layout
 
     def proprioception(self) -> np.ndarray:
-        b, lay = self.batch, self.batch.layout
+        b = self.batch
         roll, pitch = roll_pitch(b.qpos[:, 3:7])
-        parts = [roll[:, None], pitch[:, None], b.qvel[:, 3:6], b.qpos[:, lay.leg_qpos], b.qvel[:, lay.leg_qvel]]
+        parts = [roll[:, None], pitch[:, None], b.qvel[:, 3:6], b.qpos[:, b.leg_q], b.qvel[:, b.leg_v]]
         if self.cfg.observe_torque:
             parts.append(b.torque)
         return np.concatenate(parts, axis=1)

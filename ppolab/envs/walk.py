@@ -123,6 +123,7 @@ class WalkTask(RobotTask):
         self.heading = np.zeros(n)  # the root's yaw after the last step
         self.clock_obs = clock_observation(self.period)
         self._reward_tables()
+        self._mode_cdf = np.cumsum(cfg.mode_probs) / sum(cfg.mode_probs)  # the start mode: Generator.choice's draw
         self.layout = self.observation_layout([("clock", 2), ("mode", 3), ("command", 3)])
         self.obs_dim, self.act_dim = self.layout["command"].stop, self.n_legs
         self.symmetry = self.mirrored(list(range(8)), [-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
@@ -179,8 +180,7 @@ class WalkTask(RobotTask):
         self.batch.reset_one(i, rng)
         env_rng = self.batch.rngs[i]
         self.phase[i] = env_rng.integers(self.period)
-        probs = np.array(self.cfg.mode_probs) / sum(self.cfg.mode_probs)
-        self._set_mode(i, int(env_rng.choice(3, p=probs)), env_rng)
+        self._set_mode(i, int(self._mode_cdf.searchsorted(env_rng.random(), side="right")), env_rng)
         self.prev_torque[i] = self.batch.torque[i]
         self.v_avg[i] = 0.0
         self.held = False
@@ -240,7 +240,7 @@ class WalkTask(RobotTask):
         changes = [b.torque - self.prev_torque, target - prev_target, qvel[:, 5:6] - cmd[:, 0:1]]
         absolute = np.abs(np.concatenate([qvel[:, 3:6], b.root_acc, *changes], axis=1))
         errors = [v_body - cmd[:, 1:3], (self.v_avg - cmd[:, 1:3]) * self._fine_scale, self.head_offset()]
-        legs = b.qpos[:, b.layout.leg_qpos] - b.nominal_leg
+        legs = b.qpos[:, b.leg_q] - b.nominal_leg
         squared = np.concatenate([*errors, legs, height_err, self.heading_error[:, None]], axis=1)
         squared *= squared
         sizes = np.concatenate(
