@@ -295,7 +295,6 @@ class HumanoidBatch:
         n = num_envs
         self.qpos = np.zeros((n, model.nq))
         self.qvel = np.zeros((n, model.nv))
-        self.upper_z = np.zeros(n)  # z component of the upper body's up axis (1 = upright)
         self.sensors = np.zeros((n, model.nsensordata))  # the task's sensors, leg torques and self-contact
         self.root_acc = np.zeros((n, 3))  # linear acceleration of the free joint (qacc[0:3])
         self._act_qpos = np.array([model.jnt_qposadr[model.actuator_trnid[a, 0]] for a in range(model.nu)])
@@ -306,7 +305,7 @@ class HumanoidBatch:
         self._legs = fast_index(layout.leg_act)
         self.leg_q, self.leg_v = fast_index(layout.leg_qpos), fast_index(layout.leg_qvel)  # for qpos, qvel[:, ...]
         self._views = [
-            (d, d.ctrl, d.qpos, d.qvel, d.sensordata, d.qacc[0:3], d.xmat[layout.upper_body, 8:9]) for d in self.datas
+            (d, d.ctrl, d.qpos, d.qvel, d.sensordata, d.qacc[0:3]) for d in self.datas
         ]
 
     def _perturbed_bodies(self, model: mujoco.MjModel, names: list[str]) -> list[int]:
@@ -322,6 +321,13 @@ class HumanoidBatch:
                                 f"{bodies}")  # fmt: skip
             ids.append(found)
         return ids or [self.layout.root_body]
+
+    @property
+    def upper_z(self) -> np.ndarray:
+        """(n,) z component of the upper body's up axis (1 = upright), after the last step: read when asked
+        (one task scores it), not copied at every step."""
+        ub = self.layout.upper_body
+        return np.array([d.xmat[ub, 8] for d in self.datas])
 
     @property
     def torque(self) -> np.ndarray:
@@ -394,16 +400,16 @@ class HumanoidBatch:
         push_steps = max(1, round(r.push_duration / cfg.control_dt))
         p_start = cfg.control_dt / r.push_interval
         step, legs, views = mujoco.mj_step, self._legs, self._views
-        qpos, qvel, sensors, acc, upper = self.qpos, self.qvel, self.sensors, self.root_acc, self.upper_z
+        qpos, qvel, sensors, acc = self.qpos, self.qvel, self.sensors, self.root_acc
         for i, m in enumerate(self.models):
-            d, ctrl, q, v, s, acc_i, z = views[i]
+            d, ctrl, q, v, s, acc_i = views[i]
             ctrl[legs] = targets[i]
             if push_on:
                 self._update_push(i, d, p_start, push_steps, r.push_force)
             if during:
                 self._during_episode(i, d)
             step(m, d, k)
-            qpos[i], qvel[i], sensors[i], acc[i], upper[i] = q, v, s, acc_i, z[0]  # _gather's copies, inlined
+            qpos[i], qvel[i], sensors[i], acc[i] = q, v, s, acc_i  # _gather's copies, inlined
         self.prev_action = smoothed
         self.prev_raw = a
         return smoothed
@@ -435,8 +441,8 @@ class HumanoidBatch:
 
     def _gather(self, i: int) -> None:
         """Env i's state into the batch arrays (the step loop does the same, inlined)."""
-        _, _, q, v, s, acc, z = self._views[i]
-        self.qpos[i], self.qvel[i], self.sensors[i], self.root_acc[i], self.upper_z[i] = q, v, s, acc, z[0]
+        _, _, q, v, s, acc = self._views[i]
+        self.qpos[i], self.qvel[i], self.sensors[i], self.root_acc[i] = q, v, s, acc
 
     # -- observations -----------------------------------------------------------
     def check_noise_groups(self, groups: dict[str, slice] | None) -> None:
