@@ -304,9 +304,7 @@ class HumanoidBatch:
         # views into each MjData's memory, made once: the step loop does no attribute lookups.
         self._legs = fast_index(layout.leg_act)
         self.leg_q, self.leg_v = fast_index(layout.leg_qpos), fast_index(layout.leg_qvel)  # for qpos, qvel[:, ...]
-        self._views = [
-            (d, d.ctrl, d.qpos, d.qvel, d.sensordata, d.qacc[0:3]) for d in self.datas
-        ]
+        self._views = [(d, d.ctrl, d.qpos, d.qvel, d.sensordata, d.qacc[0:3]) for d in self.datas]
 
     def _perturbed_bodies(self, model: mujoco.MjModel, names: list[str]) -> list[int]:
         """The body ids LHW's random wrenches act on: the named ones (merged ones found), or the root."""
