@@ -37,7 +37,7 @@ STANDING, IN_PLACE, FORWARD = 0, 1, 2
 MODES = ("standing", "in_place", "forward")
 ONE_HOT = np.eye(3)
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
-SOLES = np.array([0, 3])  # the right and the left sole's velocity, in the sensors' sole_vel slice
+SOLE_VEL_STARTS = np.array([0, 3])  # where the right and the left sole's velocity start in the sensors' sole_vel slice
 FORCE_SPEED = np.array([[1.0], [-1.0]])  # the speed clock is the force clock negated
 COS_SIN = np.array([0.0, np.pi / 2])  # cos(h - pi/2) = sin(h)
 TURN = np.array([1.0, -1.0])  # (vx, vy) into the heading's frame: (c vx + s vy, c vy - s vx)
@@ -228,7 +228,7 @@ class WalkTask(RobotTask):
         per call, not per element: a few calls per term cost as much as the rest of the task's step."""
         b, s, cmd, qvel = self.batch, self.s, self.command, self.batch.qvel
         sole_vel = b.sensors[:, s.sole_vel]
-        speed = np.sqrt(np.add.reduceat(sole_vel * sole_vel, SOLES, axis=1))
+        speed = np.sqrt(np.add.reduceat(sole_vel * sole_vel, SOLE_VEL_STARTS, axis=1))
         feet = np.concatenate([b.sensors[:, s.touch] * self._feet_scale[0], speed * self._feet_scale[1]], axis=1)
         clocks = self.force_clock()[:, None, :] * FORCE_SPEED  # force clock, speed clock: (n, 2 terms, 2 feet)
         scores = clock_score(clocks, clamp(feet, 0.0, 1.0).reshape(-1, 2, 2))
