@@ -52,6 +52,22 @@ def test_the_check_says_when_the_walking_gains_need_a_policy_that_starts_standin
     assert not json.loads(weak.stdout)["passed"]
 
 
+def test_the_check_fails_legs_the_models_own_damping_keeps_from_swinging(tmp_path):
+    """Menagerie's Apollo damps its hip yaw at 171 N m s/rad (limit 120 N m): policies trained on it stepped in
+    place. Without the example file's `damping:` the check fails and names every joint to set; with it, ok."""
+    data = yaml.safe_load(APOLLO.read_text())
+    del data["damping"]
+    path = _write(tmp_path, yaml.safe_dump(data, sort_keys=False))
+    stiff = run_ppolab("robots", "check", str(path), "--no-picture")
+    assert stiff.returncode == 1, stiff.stdout + stiff.stderr
+    line = next(x for x in stiff.stdout.splitlines() if "the legs can swing" in x)
+    assert "FAILED" in line and "damping: {hip_ie: 0, hip_aa: 0, hip_fe: 0}" in line, line
+    fine = run_ppolab("robots", "check", str(APOLLO), "--no-picture", "--json")
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+    swing = json.loads(fine.stdout)["swing_drag"]
+    assert swing["passed"] and swing["too_damped"] == [] and swing["share"] <= 0.5
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "bot.yaml"
     path.write_text(text)

@@ -99,6 +99,21 @@ def _list() -> int:
     return 0
 
 
+def _print_swing(s: dict) -> None:
+    from ppolab.envs.robot_check import DRAG_SHARE, SWING_SPEED
+
+    head = f"  the legs can swing (the model's joint damping and friction at {SWING_SPEED:g} rad/s take at most " \
+           f"{DRAG_SHARE:.0%} of a joint's torque limit): "  # fmt: skip
+    if not s["limit_nm"]:
+        print(head + f"no torque limits to judge by (most drag: {s['joint']}, {s['drag_nm']} N m)")
+    elif s["passed"]:
+        print(head + f"ok (most: {s['joint']}, {s['drag_nm']} of {s['limit_nm']} N m)")
+    else:
+        fix = ", ".join(f"{part}: 0" for part in s["too_damped"])
+        print(head + f"FAILED ({s['joint']}: {s['drag_nm']} of {s['limit_nm']} N m): set `damping: {{{fix}}}` in "
+              "the file and damp with the servos' kd instead")  # fmt: skip
+
+
 def _print_check(r: dict) -> None:
     ok = lambda b: "ok" if b else "FAILED"  # noqa: E731
     print(f"Robot {r['robot']}: {r['legs']} leg joints, {r['mass_kg']} kg, root {r['nominal_height_m']} m high "
@@ -110,6 +125,7 @@ def _print_check(r: dict) -> None:
     flips = [j for j, _, s in r["pairs"] if s < 0]
     print(f"  mirror pairs: {len(r['pairs']) // 2}; sign flips (roll and yaw axes): {', '.join(flips) or 'none'}")
     print(f"  no self-contact at the nominal pose: {ok(not r['self_contact_at_nominal'])}")
+    _print_swing(r["swing_drag"])
     up, tall = r["head_above_root_m"], r["nominal_height_m"]
     hint = "" if up >= 0.25 * tall else (": too close to see the upper body lean; give head: a body near the head, "
                                           "or an offset up the torso (not judged)")  # fmt: skip

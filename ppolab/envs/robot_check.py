@@ -12,6 +12,10 @@
 - the harness stand at action 0 (the pose itself as the targets) under the walking task's own gains (a
   file's `tasks: walk:` may soften them, as LHW's H1 does): reported, not judged; where it does not hold,
   a policy should start at the standing action (`ppolab train --start-standing`);
+- the legs can swing: the model's own joint damping and friction at a walking joint speed (2 rad/s: the
+  95th percentile of the shipped walkers' leg joints at 0.3 m/s) take at most half of each joint's torque
+  limit. Menagerie's Apollo has 171 N m s/rad on its hip yaw (120 N m limit): its policies stepped in place
+  for 3,000 iterations and never went forward; a file's `damping:` sets it (MuJoCo Playground zeroes it);
 - how high the head point is over the root: the upper-body term keeps it over the root, which says
   nothing about a lean when the point is at the pelvis (H1's torso_link origin is); reported, not judged;
 - a picture of the nominal pose.
@@ -32,6 +36,8 @@ STAND_S = 2.0
 SAG = 0.75  # the root stays above this share of its nominal height (where the walking task ends an episode)
 TILT = 0.35  # rad: harness-free, "up" is the root tilted less than this
 PICTURE_MARK = "ppolab robots check"  # the Software text of the pictures it writes
+SWING_SPEED = 2.0  # rad/s: a leg joint's speed in a walk (the 95th percentile of the shipped walkers' at 0.3 m/s)
+DRAG_SHARE = 0.5  # the passive drag at that speed may take at most this share of a joint's torque limit
 
 
 def _mirror_checks(env: RobotTask) -> dict:
@@ -46,6 +52,30 @@ def _mirror_checks(env: RobotTask) -> dict:
         "nominal_mirror_worst": f"{env.robot_file.legs[worst]} {legs[worst]:+.4f} vs mirrored {mirrored[worst]:+.4f}",
         "pairs": [(j, env.robot_file.legs[int(t)], int(s)) for j, t, s in zip(env.robot_file.legs, m.twin, m.sign)],
     }
+
+
+def _swing_drag(env: RobotTask) -> dict:
+    """The leg joint whose passive drag (joint damping x `SWING_SPEED` + friction loss) takes the largest share
+    of its torque limit, and the name parts (side marker dropped) of every joint over `DRAG_SHARE`; joints
+    without a limit are not judged (a share of nothing)."""
+    m, f = env.batch.models[0], env.robot_file
+    dofs, limit = env.batch.layout.leg_qvel, env.batch.layout.torque_limit
+    drag = m.dof_damping[dofs] * SWING_SPEED + m.dof_frictionloss[dofs]
+    share = np.divide(drag, limit, out=np.zeros_like(drag), where=limit > 0)
+    worst = int(np.argmax(share)) if limit.any() else int(np.argmax(drag))
+    sides = (f.mirror.right, f.mirror.left)
+    parts = [_part(j, sides) for j, over in zip(f.legs, share > DRAG_SHARE) if over]
+    return {"joint": f.legs[worst], "drag_nm": round(float(drag[worst]), 1),
+            "limit_nm": round(float(limit[worst]), 1), "share": round(float(share[worst]), 2),
+            "too_damped": list(dict.fromkeys(parts)), "passed": not parts}  # fmt: skip
+
+
+def _part(joint: str, sides: tuple[str, str]) -> str:
+    """A joint's name without its side marker (l_hip_ie: hip_ie), as a file's tables by name part take it."""
+    for side in sides:
+        if side in joint:
+            return joint.replace(side, "", 1).strip("_") or joint
+    return joint
 
 
 def _stand(env: RobotTask, harness: bool, hold: bool = True) -> dict:
@@ -105,12 +135,13 @@ def check(file: RobotFile, picture: Path | None) -> dict:
     out = {
         "robot": file.name, "model": str(file.model_path()), "legs": len(file.legs),
         "mass_kg": round(env.weight / 9.81, 2),
-        "nominal_height_m": round(env.robot.height, 3), **_mirror_checks(env), **start,
+        "nominal_height_m": round(env.robot.height, 3), **_mirror_checks(env), **start, "swing_drag": _swing_drag(env),
         "stand_harness": _stand(env, harness=True), "stand_free": _stand(env, harness=False),
         "stand_walk_gains": _stand(cls(1, cls.Config(**quiet)), harness=True, hold=False),  # the walk task's gains
     }  # fmt: skip
     out["passed"] = bool(
         out["mirror_twice_identity"] and out["nominal_mirrors_to_itself"] and not start["self_contact_at_nominal"]
+        and out["swing_drag"]["passed"]
         and out["stand_harness"]["seconds_up"] >= STAND_S and 0.8 <= out["stand_harness"]["weight_on_soles"] <= 1.2
     )  # fmt: skip
     if picture is not None:
