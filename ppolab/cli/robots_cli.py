@@ -100,7 +100,7 @@ def _list() -> int:
 
 
 def _print_swing(s: dict) -> None:
-    from ppolab.envs.robot_check import DRAG_SHARE, SWING_SPEED
+    from ppolab.envs.robot_check import DRAG_SHARE, SWING_SPEED, swing_fix
 
     head = f"  the legs can swing (the model's joint damping and friction at {SWING_SPEED:g} rad/s take at most " \
            f"{DRAG_SHARE:.0%} of a joint's torque limit): "  # fmt: skip
@@ -109,9 +109,7 @@ def _print_swing(s: dict) -> None:
     elif s["passed"]:
         print(head + f"ok (most: {s['joint']}, {s['drag_nm']} of {s['limit_nm']} N m)")
     else:
-        fix = ", ".join(f"{part}: 0" for part in s["too_damped"])
-        print(head + f"FAILED ({s['joint']}: {s['drag_nm']} of {s['limit_nm']} N m): set `damping: {{{fix}}}` in "
-              "the file and damp with the servos' kd instead")  # fmt: skip
+        print(head + f"FAILED ({swing_fix(s)})")
 
 
 def _print_check(r: dict) -> None:

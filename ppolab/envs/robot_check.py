@@ -54,7 +54,7 @@ def _mirror_checks(env: RobotTask) -> dict:
     }
 
 
-def _swing_drag(env: RobotTask) -> dict:
+def swing_drag(env: RobotTask) -> dict:
     """The leg joint whose passive drag (joint damping x `SWING_SPEED` + friction loss) takes the largest share
     of its torque limit, and the name parts (side marker dropped) of every joint over `DRAG_SHARE`; joints
     without a limit are not judged (a share of nothing)."""
@@ -68,6 +68,13 @@ def _swing_drag(env: RobotTask) -> dict:
     return {"joint": f.legs[worst], "drag_nm": round(float(drag[worst]), 1),
             "limit_nm": round(float(limit[worst]), 1), "share": round(float(share[worst]), 2),
             "too_damped": list(dict.fromkeys(parts)), "passed": not parts}  # fmt: skip
+
+
+def swing_fix(s: dict) -> str:
+    """What a failed swing check says: the worst joint's drag and the file's `damping:` that fixes it."""
+    fix = ", ".join(f"{part}: 0" for part in s["too_damped"])
+    return (f"{s['joint']}: {s['drag_nm']} of {s['limit_nm']} N m at {SWING_SPEED:g} rad/s; set `damping: {{{fix}}}` "
+            "in the robot file and damp with the servos' kd instead")  # fmt: skip
 
 
 def _part(joint: str, sides: tuple[str, str]) -> str:
@@ -135,7 +142,7 @@ def check(file: RobotFile, picture: Path | None) -> dict:
     out = {
         "robot": file.name, "model": str(file.model_path()), "legs": len(file.legs),
         "mass_kg": round(env.weight / 9.81, 2),
-        "nominal_height_m": round(env.robot.height, 3), **_mirror_checks(env), **start, "swing_drag": _swing_drag(env),
+        "nominal_height_m": round(env.robot.height, 3), **_mirror_checks(env), **start, "swing_drag": swing_drag(env),
         "stand_harness": _stand(env, harness=True), "stand_free": _stand(env, harness=False),
         "stand_walk_gains": _stand(cls(1, cls.Config(**quiet)), harness=True, hold=False),  # the walk task's gains
     }  # fmt: skip
