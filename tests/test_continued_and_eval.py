@@ -26,6 +26,18 @@ def test_continued_starts_from_the_pretrained_actor_critic_and_normaliser(traine
     assert not torch.equal(w0, w1) and torch.allclose(w0, w1, atol=0.05)
 
 
+def test_continued_takes_this_runs_fixed_std(trained_run, tmp_path):
+    """A fine-tune at a smaller action noise: --std-dev with --continued is the std the run samples with and
+    saves (config.yaml says so), not the loaded actor's."""
+    loaded = torch.load(trained_run / "actor.pt", weights_only=True)["state_dict"]["log_std"].exp()
+    proc = run_ppolab("train", *TINY, "--n-itr", "1", "--seed", "5", "--continued", str(trained_run),
+                      "--learn-std=false", "--std-dev", "0.05", "--logdir", str(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"Action std 0.05 (--std-dev; the loaded actor's was {float(loaded.mean()):.3g})" in proc.stdout
+    saved = torch.load(only_run_dir(tmp_path) / "actor_0.pt", weights_only=True)["state_dict"]["log_std"].exp()
+    assert not torch.allclose(loaded, saved) and torch.allclose(saved, torch.full_like(saved, 0.05))
+
+
 def test_eval_prints_each_episode_and_the_mean(trained_run):
     proc = run_ppolab("eval", "--path", str(trained_run), "--episodes", "3")
     assert proc.returncode == 0, proc.stderr

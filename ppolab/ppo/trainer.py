@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import shutil
 import signal
 import sys
@@ -168,6 +169,19 @@ def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> l
     return notes
 
 
+def fixed_std(actor: Actor, cfg: TrainConfig) -> list[str]:
+    """A fixed action std is this run's setting (--std-dev, as config.yaml says), not the loaded actor's: a
+    fine-tune at a smaller std is a common last step. A learned std is a trained weight and stays."""
+    if cfg.learn_std:
+        return []
+    loaded = float(actor.log_std.exp().mean())
+    if math.isclose(loaded, cfg.std_dev, rel_tol=1e-6):
+        return []
+    with torch.no_grad():
+        actor.log_std.fill_(math.log(cfg.std_dev))
+    return [f"Action std {cfg.std_dev:g} (--std-dev; the loaded actor's was {loaded:.3g})"]
+
+
 @dataclass
 class Session:
     """Everything one training process holds: the networks, the sampler, the run folder and its logs."""
@@ -278,6 +292,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
     if cfg.continued and resume_dir is None:
         notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
+        notes += fixed_std(actor, cfg)
     elif cfg.start_standing and resume_dir is None:
         notes.append(start_standing(actor, probe, cfg.env))
     actor.to(device)
