@@ -414,6 +414,25 @@ def test_randomisation_when_on_draws_masses_friction_and_damping_per_env_and_res
     assert np.all((ratio >= r.damping[0]) & (ratio <= r.damping[1])) and ratio.std() > 0
 
 
+def test_perturbations_clear_as_lhw_s_do_after_each_body_s_draw():
+    """LHW draws a wrench for each named body in turn and, after each, clears every wrench half the time: with
+    two bodies, none half of the time, the last body's alone a quarter, both a quarter, the first alone never."""
+    pert = {"enabled": True, "force": 10.0, "torque": 2.0, "interval": 0.001, "bodies": ["pelvis", "left_knee_link"]}
+    env = make_env("h1_walk", 1, {"randomization": {"enabled": True, "perturbation": pert}})
+    b = env.batch
+    b.reset_one(0, np.random.default_rng(0))
+    first, last = b.models[0].body("pelvis").id, b.models[0].body("left_knee_link").id
+    seen = {"none": 0, "last": 0, "both": 0, "first": 0}
+    for _ in range(4000):  # interval below the control step: a new draw at every step
+        b._during_episode(0, b.datas[0])
+        on = [bool(np.any(b.datas[0].xfrc_applied[k])) for k in (first, last)]
+        seen[
+            {(False, False): "none", (False, True): "last", (True, True): "both", (True, False): "first"}[tuple(on)]
+        ] += 1
+    assert seen["first"] == 0
+    assert abs(seen["none"] / 4000 - 0.5) < 0.04 and abs(seen["last"] / 4000 - 0.25) < 0.04, seen
+
+
 def test_the_model_cache_key_follows_the_source_bytes_the_builder_and_its_parameters(tmp_path):
     from ppolab.envs.model_cache import content_key
 

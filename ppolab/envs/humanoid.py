@@ -57,8 +57,9 @@ Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_w
 
 
 class Perturbation(BaseModel):
-    """LearningHumanoidWalking's perturbations: now and then a random wrench on the root, which stays until
-    the next draw (half the draws clear it)."""
+    """LearningHumanoidWalking's perturbations: now and then a random wrench on each named body, which stays
+    until the next draw; after each body's draw, half the time every wrench is cleared (LHW's order: with two
+    bodies, none a half of the time, the last body's alone a quarter, both a quarter)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -421,8 +422,8 @@ class HumanoidBatch:
             for body in self._pushed:  # two named bodies merged into one: their wrenches add up on it
                 d.xfrc_applied[body, :3] += rng.uniform(-p.force, p.force, 3)
                 d.xfrc_applied[body, 3:] += rng.uniform(-p.torque, p.torque, 3)
-            if rng.random() < 0.5:
-                d.xfrc_applied[:] = 0.0
+                if rng.random() < 0.5:
+                    d.xfrc_applied[:] = 0.0
         if r.redraw_interval is not None and rng.random() < dt / r.redraw_interval:
             self._draw_dynamics(i, rng)
 
