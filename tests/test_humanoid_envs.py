@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
-from conftest import read_metrics, run_ppolab
+from conftest import REPO, read_metrics, run_ppolab
 
 from ppolab.envs import make_env
 from ppolab.envs.h1 import H1Config, H1Env
@@ -444,6 +445,46 @@ def test_the_model_cache_key_follows_the_source_bytes_the_builder_and_its_parame
     assert content_key("r", [src], make_env, {"kp": 1}) != key  # the builder's code (another module)
     src.write_text("<mujoco><option/></mujoco>")
     assert content_key("r", [src], H1Env, {"kp": 1}) != key  # the model file's bytes
+
+
+def test_the_model_cache_key_follows_the_helpers_the_builder_calls(tmp_path, monkeypatch):
+    """A robot file's model is built by robot_model, which adds ppolab's floor from scene: an edit to the
+    floor's code must give a new key, or every user's cache would keep serving the model built before it."""
+    import inspect
+
+    from ppolab.envs import model_cache, robot_model, scene
+
+    src = tmp_path / "robot.xml"
+    src.write_text("<mujoco/>")
+    key = model_cache.content_key("r", [src], robot_model.build, {})
+    real = inspect.getsource
+    monkeypatch.setattr(model_cache.inspect, "getsource", lambda m: real(m) + ("#" if m is scene else ""))
+    assert model_cache.content_key("r", [src], robot_model.build, {}) != key
+
+
+def test_the_floor_grips_whatever_the_robot_model_s_own_defaults():
+    """Menagerie's Apollo makes every geom frictionless (condim 1) and pairs its feet with its scene's floor
+    explicitly; a robot file drops the pairs, and ppolab's floor must not take the model's defaults: the soles'
+    contacts have friction, and a standing robot pushed with a tenth of its weight does not slide."""
+    from ppolab.envs import TASKS, robot_file
+    from ppolab.envs.robot_task import task_env
+
+    cls = task_env(TASKS["walk"], robot_file.read(REPO / "examples" / "robots" / "apollo.yaml"))
+    env = cls(1, cls.Config(randomization={"enabled": False}, init_joint_noise=0.0, init_tilt=0.0, init_lift=0.0))
+    env.reset_one(0, np.random.default_rng(0))
+    b = env.batch
+    m, d = b.models[0], b.datas[0]
+    d.ctrl[b.layout.leg_act] = b.nominal_leg + env.cfg.action_scale * env.standing_action()
+    floor = m.geom("floor").id
+    d.xfrc_applied[b.layout.root_body, 0] = 0.1 * env.weight  # a steady push ahead at the root
+    soles = env.sole_positions()[0].copy()
+    for _ in range(round(0.3 / m.opt.timestep)):
+        mujoco.mj_step(m, d)
+    b._gather(0)
+    touching = [c for c in d.contact[: d.ncon] if floor in (c.geom1, c.geom2)]
+    assert touching and all(c.dim >= 3 for c in touching), [c.dim for c in touching]
+    slid = env.sole_positions()[0, :, 0] - soles[:, 0]
+    assert np.all(np.abs(slid) < 0.01), f"the soles slid {slid} m"
 
 
 @pytest.mark.parametrize("name", ["cartpole", "h1", "jvrc_walk", "jvrc_step"])

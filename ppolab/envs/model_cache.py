@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import mujoco
@@ -37,9 +38,27 @@ def content_key(name: str, sources: Iterable[Path], builder: Callable[..., Any],
     h.update(f"{FORMAT}\0{name}\0{mujoco.__version__}\0".encode())
     for path in sorted(sources):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
-    h.update(inspect.getsource(inspect.getmodule(builder)).encode())
+    for module in _ppolab_modules(inspect.getmodule(builder)):
+        h.update(module.__name__.encode() + b"\0" + inspect.getsource(module).encode())
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
     return h.hexdigest()[:24]
+
+
+def _ppolab_modules(root: ModuleType | None) -> list[ModuleType]:
+    """The builder's module and every ppolab module it reaches through its names, by name: a change to a helper
+    (the floor the scene adds, say) is a change to the model, and must not read an entry built before it."""
+    seen: dict[str, ModuleType] = {}
+    stack = [root] if root is not None else []
+    while stack:
+        module = stack.pop()
+        if module.__name__ in seen:
+            continue
+        seen[module.__name__] = module
+        for value in vars(module).values():
+            found = value if isinstance(value, ModuleType) else inspect.getmodule(value)
+            if found is not None and found.__name__.startswith("ppolab.") and found.__name__ not in seen:
+                stack.append(found)
+    return [seen[name] for name in sorted(seen)]
 
 
 def load_or_build(

@@ -1,12 +1,19 @@
 """What a video needs around a robot: a sky, a checker floor, light, and a camera that follows.
 
 Physics never sees any of it but the floor plane, whose contact properties are
-MuJoCo's defaults as before; textures, materials, lights and cameras only change pixels.
+MuJoCo's defaults, set on the geom itself: a model's own default class (Menagerie's Apollo
+makes every geom frictionless, condim 1, and adds explicit foot-floor pairs, which a robot
+file's model drops) never reaches ppolab's floor. Textures, materials, lights and cameras only
+change pixels.
 """
 
 from __future__ import annotations
 
 import mujoco
+
+# MuJoCo's own defaults for a geom's contact, written out: with friction (condim 3), soft as MuJoCo makes it
+FLOOR_CONTACT = {"condim": 3, "friction": [1.0, 0.005, 0.0001], "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001,
+                 0.5, 2.0], "solmix": 1.0, "margin": 0.0, "gap": 0.0, "priority": 0}  # fmt: skip
 
 
 def add_sky(spec: mujoco.MjSpec) -> None:
@@ -28,7 +35,7 @@ def add_floor(spec: mujoco.MjSpec, collides: bool = True) -> mujoco.MjsGeom:
     bits = 1 if collides else 0
     return spec.worldbody.add_geom(
         name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], material="floor",
-        contype=bits, conaffinity=bits,
+        contype=bits, conaffinity=bits, **FLOOR_CONTACT,
     )  # fmt: skip
 
 
