@@ -14,8 +14,8 @@
   a policy should start at the standing action (`ppolab train --start-standing`);
 - the legs can swing: the model's own joint damping and friction at a walking joint speed (2 rad/s: the
   95th percentile of the shipped walkers' leg joints at 0.3 m/s) take at most half of each joint's torque
-  limit. Menagerie's Apollo has 171 N m s/rad on its hip yaw (120 N m limit): its policies stepped in place
-  for 3,000 iterations and never went forward; a file's `damping:` sets it (MuJoCo Playground zeroes it);
+  limit. Menagerie's Apollo has 171 N m s/rad on its hip yaw (120 N m limit: 350 N m of drag at that
+  speed); a file's `damping:` sets it (MuJoCo Playground's Apollo has none, and damps with the servos' kv);
 - how high the head point is over the root: the upper-body term keeps it over the root, which says
   nothing about a lean when the point is at the pelvis (H1's torso_link origin is); reported, not judged;
 - a picture of the nominal pose.

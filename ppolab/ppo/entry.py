@@ -79,8 +79,8 @@ def _resumed(run_dir: Path, given: dict) -> TrainConfig:
 
 
 def _warn_stiff_legs(env_name: str) -> None:
-    """A robot file whose model damps its legs too hard to swing (Menagerie's Apollo as shipped) trains a policy
-    that steps in place for hours: one line says so before training starts, not judged (the user may know)."""
+    """A robot file whose model damps its legs too hard to swing (Menagerie's Apollo as shipped): one line says
+    so before the hours of training start, not judged (the user may know better)."""
     from ppolab.envs import make_env
     from ppolab.envs.robot_check import swing_drag, swing_fix
 
