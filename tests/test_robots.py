@@ -52,24 +52,22 @@ def test_the_check_says_when_the_walking_gains_need_a_policy_that_starts_standin
     assert not json.loads(weak.stdout)["passed"]
 
 
-def test_the_check_fails_legs_the_models_own_damping_keeps_from_swinging(tmp_path):
-    """Menagerie's Apollo damps its hip yaw at 171 N m s/rad (limit 120 N m): policies trained on it stepped in
-    place. Without the example file's `damping:` the check fails and names every joint to set; with it, ok."""
+def test_the_check_reports_the_legs_passive_drag_and_which_joints_the_model_damps_past_half_their_limit(tmp_path):
+    """Menagerie's Apollo damps its hip yaw at 171 N m s/rad: 350 N m of drag at 2 rad/s against a 120 N m
+    limit. Reported (with the joints over half their limit and the key that sets it), not judged: Apollo
+    learned to walk with it. The example file zeroes it, as MuJoCo Playground's Apollo does."""
     data = yaml.safe_load(APOLLO.read_text())
     del data["damping"]
     path = _write(tmp_path, yaml.safe_dump(data, sort_keys=False))
-    stiff = run_ppolab("robots", "check", str(path), "--no-picture")
-    assert stiff.returncode == 1, stiff.stdout + stiff.stderr
-    line = next(x for x in stiff.stdout.splitlines() if "the legs can swing" in x)
-    assert "FAILED" in line and "damping: {hip_ie: 0, hip_aa: 0, hip_fe: 0}" in line, line
-    # training from it warns before it starts (here it stops at the next rule: a --continued that is not there)
-    train = run_ppolab("train", "--env", "apollo_walk", "--robot", str(path), "--logdir", str(tmp_path / "runs"),
-                       "--continued", str(tmp_path / "none.pt"))  # fmt: skip
-    assert train.returncode == 2 and "warning: the legs may not swing (l_hip_ie" in train.stderr, train.stderr
+    damped = run_ppolab("robots", "check", str(path), "--no-picture")
+    assert damped.returncode == 0, damped.stdout + damped.stderr
+    line = next(x for x in damped.stdout.splitlines() if "passive drag" in x)
+    assert "most l_hip_ie, 349.9 of 120.0 N m; over half the limit: hip_ie, hip_aa, hip_fe" in line, line
+    assert "`damping:`" in line and "(not judged)" in line
     fine = run_ppolab("robots", "check", str(APOLLO), "--no-picture", "--json")
     assert fine.returncode == 0, fine.stdout + fine.stderr
-    swing = json.loads(fine.stdout)["swing_drag"]
-    assert swing["passed"] and swing["too_damped"] == [] and swing["share"] <= 0.5
+    drag = json.loads(fine.stdout)["swing_drag"]
+    assert drag["over_half"] == [] and drag["share"] <= 0.5 and drag["joint"] == "l_hip_ie"
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -118,7 +116,7 @@ def test_a_robot_of_ones_own_trains_resumes_and_plays_from_its_robot_file(tmp_pa
     args = ("--n-itr", "2", "--num-procs", "2", "--max-traj-len", "20", "--minibatch-size", "8",
             "--eval-episodes", "1", "--seed", "1", "--logdir", str(logdir), "--run-name", "mine")  # fmt: skip
     proc = run_ppolab("train", "--env", "apollo_walk", "--robot", str(APOLLO), *args)
-    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
     run = logdir / "mine"
     saved = yaml.safe_load((run / "env.yaml").read_text())
     assert saved["robot"]["name"] == "apollo" and saved["robot"]["legs"][0] == "l_hip_ie"

@@ -100,16 +100,15 @@ def _list() -> int:
 
 
 def _print_swing(s: dict) -> None:
-    from ppolab.envs.robot_check import DRAG_SHARE, SWING_SPEED, swing_fix
+    from ppolab.envs.robot_check import SWING_SPEED
 
-    head = f"  the legs can swing (the model's joint damping and friction at {SWING_SPEED:g} rad/s take at most " \
-           f"{DRAG_SHARE:.0%} of a joint's torque limit): "  # fmt: skip
+    head = f"  the legs' passive drag (the model's joint damping and friction at {SWING_SPEED:g} rad/s): "
     if not s["limit_nm"]:
-        print(head + f"no torque limits to judge by (most drag: {s['joint']}, {s['drag_nm']} N m)")
-    elif s["passed"]:
-        print(head + f"ok (most: {s['joint']}, {s['drag_nm']} of {s['limit_nm']} N m)")
-    else:
-        print(head + f"FAILED ({swing_fix(s)})")
+        print(head + f"most {s['joint']}, {s['drag_nm']} N m; no torque limits (not judged)")
+        return
+    parts = ", ".join(s["over_half"])
+    over = f"; over half the limit: {parts} (`damping:` in the file sets it)" if parts else ""
+    print(head + f"most {s['joint']}, {s['drag_nm']} of {s['limit_nm']} N m{over} (not judged)")
 
 
 def _print_check(r: dict) -> None:

@@ -12,10 +12,12 @@
 - the harness stand at action 0 (the pose itself as the targets) under the walking task's own gains (a
   file's `tasks: walk:` may soften them, as LHW's H1 does): reported, not judged; where it does not hold,
   a policy should start at the standing action (`ppolab train --start-standing`);
-- the legs can swing: the model's own joint damping and friction at a walking joint speed (2 rad/s: the
-  95th percentile of the shipped walkers' leg joints at 0.3 m/s) take at most half of each joint's torque
-  limit. Menagerie's Apollo has 171 N m s/rad on its hip yaw (120 N m limit: 350 N m of drag at that
-  speed); a file's `damping:` sets it (MuJoCo Playground's Apollo has none, and damps with the servos' kv);
+- the legs' passive drag: the model's own joint damping and friction at a walking joint speed (2 rad/s:
+  the 95th percentile of the shipped walkers' leg joints at 0.3 m/s) against each joint's torque limit;
+  reported, not judged. Menagerie's Apollo has 171 N m s/rad on its hip yaw (350 N m of drag at that speed
+  against a 120 N m limit), and still learned to walk (one seed: 71% of the walk check's distance at
+  iteration 600, 33% without it; benchmarks/README.md); a
+  file's `damping:` sets it (MuJoCo Playground's Apollo has none, and damps with the servos' kv);
 - how high the head point is over the root: the upper-body term keeps it over the root, which says
   nothing about a lean when the point is at the pelvis (H1's torso_link origin is); reported, not judged;
 - a picture of the nominal pose.
@@ -37,7 +39,7 @@ SAG = 0.75  # the root stays above this share of its nominal height (where the w
 TILT = 0.35  # rad: harness-free, "up" is the root tilted less than this
 PICTURE_MARK = "ppolab robots check"  # the Software text of the pictures it writes
 SWING_SPEED = 2.0  # rad/s: a leg joint's speed in a walk (the 95th percentile of the shipped walkers' at 0.3 m/s)
-DRAG_SHARE = 0.5  # the passive drag at that speed may take at most this share of a joint's torque limit
+DRAG_SHARE = 0.5  # past this share of a joint's torque limit at that speed, the report names the joint
 
 
 def _mirror_checks(env: RobotTask) -> dict:
@@ -57,7 +59,7 @@ def _mirror_checks(env: RobotTask) -> dict:
 def swing_drag(env: RobotTask) -> dict:
     """The leg joint whose passive drag (joint damping x `SWING_SPEED` + friction loss) takes the largest share
     of its torque limit, and the name parts (side marker dropped) of every joint over `DRAG_SHARE`; joints
-    without a limit are not judged (a share of nothing)."""
+    without a limit have no share."""
     m, f = env.batch.models[0], env.robot_file
     dofs, limit = env.batch.layout.leg_qvel, env.batch.layout.torque_limit
     drag = m.dof_damping[dofs] * SWING_SPEED + m.dof_frictionloss[dofs]
@@ -67,14 +69,7 @@ def swing_drag(env: RobotTask) -> dict:
     parts = [_part(j, sides) for j, over in zip(f.legs, share > DRAG_SHARE) if over]
     return {"joint": f.legs[worst], "drag_nm": round(float(drag[worst]), 1),
             "limit_nm": round(float(limit[worst]), 1), "share": round(float(share[worst]), 2),
-            "too_damped": list(dict.fromkeys(parts)), "passed": not parts}  # fmt: skip
-
-
-def swing_fix(s: dict) -> str:
-    """What a failed swing check says: the worst joint's drag and the file's `damping:` that fixes it."""
-    fix = ", ".join(f"{part}: 0" for part in s["too_damped"])
-    return (f"{s['joint']}: {s['drag_nm']} of {s['limit_nm']} N m at {SWING_SPEED:g} rad/s; set `damping: {{{fix}}}` "
-            "in the robot file and damp with the servos' kd instead")  # fmt: skip
+            "over_half": list(dict.fromkeys(parts))}  # fmt: skip
 
 
 def _part(joint: str, sides: tuple[str, str]) -> str:
@@ -148,7 +143,6 @@ def check(file: RobotFile, picture: Path | None) -> dict:
     }  # fmt: skip
     out["passed"] = bool(
         out["mirror_twice_identity"] and out["nominal_mirrors_to_itself"] and not start["self_contact_at_nominal"]
-        and out["swing_drag"]["passed"]
         and out["stand_harness"]["seconds_up"] >= STAND_S and 0.8 <= out["stand_harness"]["weight_on_soles"] <= 1.2
     )  # fmt: skip
     if picture is not None:

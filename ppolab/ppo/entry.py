@@ -46,8 +46,6 @@ def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
                         "add --imitate PATH (a run folder or actor .pt) or drop --imitate-coeff")  # fmt: skip
     cfg = build_config(given)
     _check_mirror(cfg, given)
-    if cfg.robot is not None:
-        _warn_stiff_legs(cfg.env)
     for option, policy in (("--continued", cfg.continued), ("--imitate", cfg.imitate)):
         if policy:
             check_policy_file(option, Path(policy))
@@ -76,18 +74,6 @@ def _resumed(run_dir: Path, given: dict) -> TrainConfig:
     if "n_itr" in given:
         cfg = build_config({**cfg.model_dump(), "n_itr": given["n_itr"]})
     return cfg
-
-
-def _warn_stiff_legs(env_name: str) -> None:
-    """A robot file whose model damps its legs too hard to swing (Menagerie's Apollo as shipped): one line says
-    so before the hours of training start, not judged (the user may know better)."""
-    from ppolab.envs import make_env
-    from ppolab.envs.robot_check import swing_drag, swing_fix
-
-    s = swing_drag(make_env(env_name, 1))
-    if not s["passed"]:
-        print(f"ppolab train: warning: the legs may not swing ({swing_fix(s)}); `ppolab robots check` says more",
-              file=sys.stderr, flush=True)  # fmt: skip
 
 
 def build_config(values: dict) -> TrainConfig:
