@@ -77,6 +77,31 @@ def test_the_checks_start_from_states_training_s_evaluation_never_uses():
     assert env.cfg.init_yaw == (-3.141592653589793, 3.141592653589793) and env.cfg.init_joint_noise >= 0.02
 
 
+def test_the_commanded_checks_judge_the_trained_dynamics_unpushed_and_the_push_check_pushes():
+    """A walker trained with pushes and LHW's perturbations (h1_walk's randomisation) is checked on its
+    randomised dynamics and sensor noise but with no external wrench on any body, step after step, because a
+    push it cannot observe decides its speed over ground; the push check alone applies them."""
+    import numpy as np
+
+    subject = behaviour.Subject.of(PRETRAINED / WALKERS[0])
+    shaken = {"enabled": True, "push_force": 60.0, "push_interval": 0.1, "mass": [0.9, 1.1],
+              "perturbation": {"enabled": True, "force": 10.0, "torque": 2.0, "interval": 0.1}}  # fmt: skip
+    subject = subject._replace(env_config={**subject.env_config, "randomization": shaken})
+
+    def wrenches(pushed: bool) -> float:
+        env, actor = behaviour._start(subject, 2, pushed=pushed)
+        largest = 0.0
+        for _ in range(40):
+            env.step(actor(env.observe()))
+            largest = max(largest, max(float(np.abs(d.xfrc_applied).max()) for d in env.batch.datas))
+        return largest
+
+    env, _ = behaviour._start(subject, 2)
+    assert env.cfg.randomization.enabled and env.cfg.randomization.mass == (0.9, 1.1)  # its dynamics still drawn
+    assert wrenches(pushed=False) == 0.0
+    assert wrenches(pushed=True) > 1.0
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_policy_plays_to_video_from_the_clone(name, tmp_path):
     """What the README promises a fresh clone: `ppolab eval --path pretrained/ENV --video` renders it, meshes
