@@ -285,3 +285,44 @@ def _heartbeat_age(db) -> float:
             "SELECT (julianday('now') - julianday(MAX(heartbeat))) * 86400 FROM trial_heartbeats"
         ).fetchone()
     return age or 0.0
+
+
+def _finished(study: optuna.Study, seconds_per_iteration: float, passed_at: int) -> None:
+    """A finished trial of a time-to-pass study as the tune reports one: minus its clock at every iteration
+    until its checks passed, then minus the clock at the pass."""
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    values = {i: -seconds_per_iteration * i for i in range(passed_at + 1)}
+    study.add_trial(optuna.trial.create_trial(params={"lr": 1e-3}, distributions={"lr": lr},
+                                              value=values[passed_at], intermediate_values=values))  # fmt: skip
+
+
+def _pruned_at(study: optuna.Study, seconds_per_iteration: float, iterations: int) -> int | None:
+    """The iteration at which a running trial costing `seconds_per_iteration`, never passing, is pruned."""
+    trial = study.ask({"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)})
+    for i in range(iterations):
+        trial.report(-seconds_per_iteration * i, i)
+        if trial.should_prune():
+            study.tell(trial, state=TrialState.PRUNED)
+            return i
+    study.tell(trial, -seconds_per_iteration * iterations)
+    return None
+
+
+def test_time_to_pass_prunes_a_trial_only_once_it_cannot_reach_the_median_whatever_an_iteration_costs():
+    """Five finished trials passed after 600 s (1 s an iteration). A trial costing 2 s an iteration is not
+    pruned at iteration 200 for being behind them there (it may need fewer iterations), but at 301, past
+    600 s without passing; with fewer than five finished trials nothing is pruned."""
+    from ppolab.experiments.tune.study import BoundPruner
+
+    study = optuna.create_study(direction="maximize", pruner=BoundPruner(n_startup_trials=5))
+    for _ in range(4):
+        _finished(study, 1.0, 600)
+    assert _pruned_at(study, 2.0, 400) is None  # four finished: too few to judge
+    _finished(study, 1.0, 600)
+    assert _pruned_at(study, 2.0, 400) == 301
+    assert _pruned_at(study, 0.5, 1100) is None  # cheaper per iteration: 550 s at iteration 1,100
+    median = optuna.create_study(direction="maximize", pruner=optuna.pruners.MedianPruner(n_startup_trials=5))
+    for _ in range(5):
+        _finished(median, 1.0, 600)
+    # Optuna's median rule judges a trial by its best value so far: for a score that only falls, its first
+    assert _pruned_at(median, 2.0, 1100) is None  # so a trial 2,200 s without passing runs on

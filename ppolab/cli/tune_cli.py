@@ -14,7 +14,9 @@ from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 TUNE_HELP = """Search `ppolab train` flags with Optuna. Each trial trains once per seed (and per
 env with --env-ids), one run at a time under the machine lock; the objective is
 the mean of --metric over them. The median pruner stops a trial whose running
-score falls below the median of earlier trials at the same iteration.
+score falls below the median of earlier trials at the same iteration; with
+time_to_pass or steps_to_pass, one still failing past the finished trials'
+median time (env steps) to pass, which it can then no longer beat.
 
 The search space is a YAML file:
 
@@ -76,7 +78,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=["median", "none"],
         default="median",
         help="median: stop a trial whose running score is below the median of earlier trials at the same "
-        "iteration (after 5 trials and a quarter of a run); none: run every trial to the end (default: median)",
+        "iteration (after 5 trials and a quarter of a run; for time or steps to pass: once it has run past the "
+        "finished trials' median without passing); none: run every trial to the end (default: median)",
     )
     p.add_argument(
         "--sampler",

@@ -130,6 +130,29 @@ def load_existing_study(name: str, storage: str) -> optuna.Study:
         raise _unreadable(storage, exc) from None
 
 
+class BoundPruner(optuna.pruners.BasePruner):
+    """The median rule for a score that can only fall: time (env steps) to pass, where a trial's running
+    value, minus its clock until it passes, bounds its final value from above. A trial is pruned once that
+    bound is below the median final value of the finished trials: it can no longer reach the median.
+
+    Optuna's MedianPruner judges a trial by its best value so far, which for a falling score is its first:
+    it never pruned such a study. Nor does this rule compare trials at the same iteration, where a setting
+    that costs more per iteration (more envs, more epochs) is behind before it can show that it needs fewer."""
+
+    def __init__(self, n_startup_trials: int = 5) -> None:
+        self.n_startup_trials = n_startup_trials
+
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        step = trial.last_step
+        if step is None:
+            return False
+        finished = [t.value for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+        finished = [v for v in finished if v is not None and math.isfinite(v)]
+        if len(finished) < self.n_startup_trials:
+            return False
+        return trial.intermediate_values[step] < float(np.median(finished))
+
+
 def open_study(s: TuneSettings) -> tuple[optuna.Study, RDBStorage]:
     """Create or load the study, and its storage; the same settings continue it, others are refused."""
     if s.storage.startswith("sqlite:///") and not s.storage.startswith("sqlite:////"):
@@ -144,11 +167,12 @@ def open_study(s: TuneSettings) -> tuple[optuna.Study, RDBStorage]:
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds; all mean "cannot read it"
         raise _unreadable(s.storage, exc) from None
     n_itr = int({**s.space.fixed, **s.train_flags}.get("n_itr", 20000))
-    pruner = (
-        optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, n_itr // 4))
-        if s.pruner == "median"
-        else optuna.pruners.NopPruner()
-    )
+    if s.pruner != "median":
+        pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
+    elif s.metric in PASS_KEYS:
+        pruner = BoundPruner(n_startup_trials=5)
+    else:
+        pruner = optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, n_itr // 4))
     study = optuna.create_study(
         study_name=s.study, storage=storage, pruner=pruner, direction="maximize", load_if_exists=True
     )
