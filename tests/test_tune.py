@@ -326,3 +326,21 @@ def test_time_to_pass_prunes_a_trial_only_once_it_cannot_reach_the_median_whatev
         _finished(median, 1.0, 600)
     # Optuna's median rule judges a trial by its best value so far: for a score that only falls, its first
     assert _pruned_at(median, 2.0, 1100) is None  # so a trial 2,200 s without passing runs on
+
+
+def test_a_run_that_never_passed_ranks_below_every_pass_whatever_its_budget_cost_and_reads_so():
+    """A cheap setting failing after 1,000 s of checks must not outrank a costly one passing at 2,000 s, nor a
+    costly failure at 2,136 s be told apart from it by cost alone; the report says "never passed"."""
+    from types import SimpleNamespace
+
+    from ppolab.experiments.tune.report import shown
+    from ppolab.experiments.tune.study import trial_value
+
+    def value(seconds: float, passed: bool) -> float:
+        run = SimpleNamespace(time_to_pass={"passed": passed, "seconds": seconds, "env_steps": 100 * seconds})
+        return trial_value(run, "time_to_pass")
+
+    assert value(2000.0, True) > value(1000.0, False) and value(2000.0, True) > value(2136.0, False)
+    assert value(600.0, True) > value(2000.0, True)
+    assert shown(value(600.0, True)) == "-600"
+    assert shown(value(1000.0, False)) == "never passed (-1000 checked)"

@@ -21,12 +21,23 @@ from ppolab.util.files import atomic_write_text
 from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
+NEVER_PASSED = 1e9  # a time (steps) to pass study: a run that never passed scores this much below its clock
+
+
+def checked(value: float) -> tuple[float, bool]:
+    """A trial value as its clock (minus seconds or env steps) and whether it passed; other metrics as they are."""
+    return (value + NEVER_PASSED, False) if value <= -NEVER_PASSED / 2 else (value, True)
+
+
+def shown(value: float) -> str:
+    clock, passed = checked(value)
+    return f"{clock:.4g}" if passed else f"never passed ({clock:.4g} checked)"
 
 
 def best_table(study: optuna.Study, n: int = 5) -> str:
     done = sorted(study.get_trials(states=(TrialState.COMPLETE,)), key=lambda t: -t.value)[:n]
     names = sorted({k for t in done for k in t.params})
-    rows = [[str(t.number), f"{t.value:.4g}", *(_fmt(t.params.get(k)) for k in names)] for t in done]
+    rows = [[str(t.number), shown(t.value), *(_fmt(t.params.get(k)) for k in names)] for t in done]
     return table(["trial", "value", *names], rows)
 
 
@@ -51,7 +62,8 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
     pruned = [t for t in study.trials if t.state == TrialState.PRUNED and t.intermediate_values]
-    ax.scatter([t.number for t in complete], [t.value for t in complete], label="complete", color="tab:blue")
+    values = [checked(t.value)[0] for t in complete]
+    ax.scatter([t.number for t in complete], values, label="complete", color="tab:blue")
     ax.scatter(
         [t.number for t in pruned],
         [t.intermediate_values[max(t.intermediate_values)] for t in pruned],
@@ -63,7 +75,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     for t in sorted(complete, key=lambda t: t.number):
         best = max(best, t.value)
         xs.append(t.number)
-        ys.append(best)
+        ys.append(checked(best)[0])
     ax.step(xs, ys, where="post", color="tab:red", label="best so far")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.ticklabel_format(axis="y", useOffset=False)  # objective values as they are, not "+1.355e1" offsets

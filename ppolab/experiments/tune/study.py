@@ -40,6 +40,7 @@ from ppolab.errors import UserError
 from ppolab.experiments.executors.attempt import Attempt, Stop
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import TrainCall
+from ppolab.experiments.tune.report import NEVER_PASSED, shown
 from ppolab.experiments.tune.search_space import SearchSpace
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.run_state import RunState
@@ -298,7 +299,7 @@ def _trials(s: TuneSettings) -> int:
             _tell(study, trial, values=value)
             failures = 0
             best = study.best_trial
-            s.say(f"Trial {trial.number}: {value:.4g}  (best: trial {best.number}, {best.value:.4g})")
+            s.say(f"Trial {trial.number}: {shown(value)}  (best: trial {best.number}, {shown(best.value)})")
     return 0
 
 
@@ -463,14 +464,18 @@ def _train(
 
 def trial_value(summary: RunSummary, metric: Metric) -> float | None:
     """A finished run's value for Optuna (higher is better). Time (steps) to pass: minus the seconds
-    (env steps) to the first passing checks; a run that never passed scores minus its whole checked time, a
-    bound on its real time: it ranks below every run that passed within the same budget."""
+    (env steps) to the first passing checks. A run that never passed scores minus its whole checked time
+    and minus NEVER_PASSED more: below every run that passed, whatever each setting's budget cost (the same
+    iterations take a setting with more envs longer: without the offset, its failure would rank below a
+    cheaper setting's failure and maybe below a slower pass)."""
     if metric == "final_reward":
         return summary.final_mean_reward
     if metric == "peak_eval":
         return summary.peak_eval_reward
     p = summary.time_to_pass
-    return None if p is None else -float(p["seconds" if metric == "time_to_pass" else "env_steps"])
+    if p is None:
+        return None
+    return -float(p["seconds" if metric == "time_to_pass" else "env_steps"]) - (0.0 if p["passed"] else NEVER_PASSED)
 
 
 def _report(
