@@ -216,6 +216,52 @@ def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
     assert "Training interrupted at iteration" in rest
 
 
+def test_ctrl_c_then_a_sigterm_at_once_still_ends_with_the_summary(tmp_path):
+    """`ppolab tune` stopped by Ctrl-C: the run gets SIGINT from the terminal and SIGTERM from the tune a
+    moment later. The SIGTERM once landed as the trainer began to stop, before it ignored SIGTERM, and cut
+    its close short with a traceback. Both signals back to back must still end the run cleanly."""
+    import subprocess
+    import sys
+
+    from conftest import REPO, TINY
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ppolab", "train", *TINY, "--n-itr", "10000", "--logdir", str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "RAY_ADDRESS": ""},
+    )
+    saved = False
+    for line in proc.stdout:  # mid-training: an iteration after the first checkpoint
+        saved = saved or line.startswith("Saved actor")
+        if saved and line.startswith("Total time elapsed"):
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(60) == 130, rest
+    assert "Training interrupted at iteration" in rest and "Traceback" not in rest, rest
+
+
+def test_the_first_stop_signal_makes_sigterm_a_no_op_before_the_cleanup_runs():
+    """Training's handlers: Ctrl-C raises KeyboardInterrupt and, by the first line that handles it, SIGTERM is
+    already ignored, so the SIGTERM that `ppolab tune` sends after a Ctrl-C cannot land inside the close."""
+    from ppolab.util.interrupt import restore, stop_on_signals
+
+    handlers = stop_on_signals()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10**7):  # the handler runs at the next bytecode boundary
+                pass
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        restore(handlers)
+    assert signal.getsignal(signal.SIGINT) == handlers[signal.SIGINT]
+
+
 def test_git_diff_records_exactly_the_uncommitted_change_of_the_code_that_ran(trained_run):
     import json
     import subprocess

@@ -343,4 +343,4 @@ def test_a_run_that_never_passed_ranks_below_every_pass_whatever_its_budget_cost
     assert value(2000.0, True) > value(1000.0, False) and value(2000.0, True) > value(2136.0, False)
     assert value(600.0, True) > value(2000.0, True)
     assert shown(value(600.0, True)) == "-600"
-    assert shown(value(1000.0, False)) == "never passed (-1000 checked)"
+    assert shown(value(1000.0, False)) == "never passed (1000 checked)"

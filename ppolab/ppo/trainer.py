@@ -44,7 +44,7 @@ from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import FusedUpdate, Hyper, Update, choose_update
 from ppolab.util.files import remove_stale_temps
-from ppolab.util.interrupt import sigterm_as_interrupt
+from ppolab.util.interrupt import restore, stop_on_signals
 from ppolab.util.tables import count
 
 UPDATE_STREAM = 3
@@ -227,7 +227,7 @@ def train(
     """Train until n_itr or an interrupt. Returns (run folder, completed)."""
     s = setup(cfg, resume_dir, sampler_procs, backend, out)
     cfg = s.cfg
-    previous_handler = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
+    previous_handlers = stop_on_signals()
     itr, interrupted, no_space = s.start_itr, False, None
     try:
         if resume_dir is None and not cfg.continued:
@@ -265,7 +265,7 @@ def train(
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already stopping (after Ctrl-C, say)
         close(s, itr, interrupted)
-        signal.signal(signal.SIGTERM, previous_handler)
+        restore(previous_handlers)
     if no_space is not None:
         last = RunFolder(s.run_dir).last
         raise NoSpace(str(s.run_dir), 3 * last.stat().st_size / 1e6 if last.exists() else None)

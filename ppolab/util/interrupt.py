@@ -9,13 +9,26 @@ from contextlib import contextmanager
 
 
 def sigterm_as_interrupt(signum, frame) -> None:
-    """A SIGTERM handler: raise KeyboardInterrupt, and ignore further SIGTERMs while cleaning up.
+    """A SIGTERM (or SIGINT) handler: raise KeyboardInterrupt, and ignore further SIGTERMs while cleaning up.
 
     Slurm signals every process of a job and a runner then stops its child: the second
     signal must not cut short the summary and state the first one is writing.
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
+
+
+def stop_on_signals() -> dict:
+    """Ctrl-C and SIGTERM both raise KeyboardInterrupt, and whichever comes first makes SIGTERM a no-op
+    before a line of the cleanup runs: `ppolab tune`, stopped by Ctrl-C, sends its run SIGINT and then
+    SIGTERM, and with Python's own SIGINT handler the SIGTERM once landed as the trainer began to clean up,
+    cutting its close short. Returns the handlers it replaced, for `restore`."""
+    return {s: signal.signal(s, sigterm_as_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore(handlers: dict) -> None:
+    for s, handler in handlers.items():
+        signal.signal(s, handler)
 
 
 @contextmanager

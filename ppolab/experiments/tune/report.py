@@ -31,7 +31,7 @@ def checked(value: float) -> tuple[float, bool]:
 
 def shown(value: float) -> str:
     clock, passed = checked(value)
-    return f"{clock:.4g}" if passed else f"never passed ({clock:.4g} checked)"
+    return f"{clock:.4g}" if passed else f"never passed ({abs(clock):.4g} checked)"
 
 
 def best_table(study: optuna.Study, n: int = 5) -> str:
