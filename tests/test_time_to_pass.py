@@ -92,15 +92,17 @@ def test_time_metrics_without_checks_are_refused_in_one_line(tmp_path):
     assert proc.returncode == 2 and "metric" in proc.stderr and "check_every" in proc.stderr, proc.stderr
 
 
-def test_tune_scores_a_run_by_minus_its_time_to_pass_and_a_censored_one_by_its_budget(tmp_path):
+def test_tune_scores_a_run_by_minus_its_time_to_pass_and_a_censored_one_below_every_pass(tmp_path):
     from ppolab.analysis.summary import summarize
+    from ppolab.experiments.tune.report import shown
     from ppolab.experiments.tune.study import RunningScore, trial_value
     from ppolab.ppo.run_folder import RunFolder
 
     passed = summarize(synthetic.records(300, 100, passes_at=39, fps=100.0))
     never = summarize(synthetic.records(300, 100, passes_at=NEVER, fps=100.0))
     assert trial_value(passed, "time_to_pass") == pytest.approx(-400.0)  # iteration 39: 40,000 steps at 100/s
-    assert trial_value(never, "steps_to_pass") == -100_000  # its whole budget, a bound
+    assert trial_value(never, "steps_to_pass") < trial_value(passed, "steps_to_pass") - 1e8  # below every pass
+    assert shown(trial_value(never, "steps_to_pass")) == "never passed (1e+05 checked)"  # its whole budget
     rec = synthetic.records(300, 40, passes_at=19, fps=100.0)
     in_order = sorted(rec.iterations + rec.checks, key=lambda r: (r["iteration"], r["type"] == "check"))
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in in_order))
