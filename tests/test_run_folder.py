@@ -248,6 +248,8 @@ def test_ctrl_c_then_a_sigterm_at_once_still_ends_with_the_summary(tmp_path):
 def test_the_first_stop_signal_makes_sigterm_a_no_op_before_the_cleanup_runs():
     """Training's handlers: Ctrl-C raises KeyboardInterrupt and, by the first line that handles it, SIGTERM is
     already ignored, so the SIGTERM that `ppolab tune` sends after a Ctrl-C cannot land inside the close."""
+    import sys
+
     from ppolab.util.interrupt import restore, stop_on_signals
 
     handlers = stop_on_signals()
@@ -259,7 +261,7 @@ def test_the_first_stop_signal_makes_sigterm_a_no_op_before_the_cleanup_runs():
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
     finally:
         restore(handlers)
-    assert signal.getsignal(signal.SIGINT) == handlers[signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) == handlers[signal.SIGINT] and sys.unraisablehook is handlers["unraisable"]
 
 
 def test_git_diff_records_exactly_the_uncommitted_change_of_the_code_that_ran(trained_run):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,12 +24,26 @@ def stop_on_signals() -> dict:
     before a line of the cleanup runs: `ppolab tune`, stopped by Ctrl-C, sends its run SIGINT and then
     SIGTERM, and with Python's own SIGINT handler the SIGTERM once landed as the trainer began to clean up,
     cutting its close short. Returns the handlers it replaced, for `restore`."""
-    return {s: signal.signal(s, sigterm_as_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        """A SIGTERM that came with the SIGINT finds SIGTERM ignored by the time Python runs its handler, and
+        CPython writes "Signal 15 ignored due to race condition" as an unraisable error: ignored on purpose."""
+        exc = unraisable.exc_value
+        if not (isinstance(exc, OSError) and str(exc).endswith("ignored due to race condition")):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    handlers = {s: signal.signal(s, sigterm_as_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    return {"unraisable": previous, **handlers}
 
 
 def restore(handlers: dict) -> None:
     for s, handler in handlers.items():
-        signal.signal(s, handler)
+        if s == "unraisable":
+            sys.unraisablehook = handler
+        else:
+            signal.signal(s, handler)
 
 
 @contextmanager
