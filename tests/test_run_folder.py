@@ -186,40 +186,8 @@ def test_a_ctrl_c_at_any_line_of_a_metrics_record_never_hangs_the_close(tmp_path
     assert written == sorted(set(written)) and len(written) > 20  # a record is written whole, once, or not at all
 
 
-def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
-    """Slurm signals every process of a task and the runner then stops its child: two SIGTERMs
-    milliseconds apart must still end the run cleanly, with its summary line."""
-    import subprocess
-    import sys
-
-    from conftest import REPO, TINY, wait_until
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ppolab", "train", *TINY, "--n-itr", "10000", "--logdir", str(tmp_path)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "RAY_ADDRESS": ""},
-    )
-    saved = False
-    for line in proc.stdout:  # mid-training: an iteration after the first checkpoint
-        saved = saved or line.startswith("Saved actor")
-        if saved and line.startswith("Total time elapsed"):
-            break
-    proc.send_signal(signal.SIGTERM)
-    # the event between the two: the trainer has taken the first (it ignores SIGTERM from then on, while it stops)
-    wait_until(lambda: _ignores(proc.pid, signal.SIGTERM), "the trainer to start stopping", every=0.0005, alive=proc)
-    proc.send_signal(signal.SIGTERM)
-    rest = proc.stdout.read()
-    assert proc.wait(60) == 130
-    assert "Training interrupted at iteration" in rest
-
-
-def test_ctrl_c_then_a_sigterm_at_once_still_ends_with_the_summary(tmp_path):
-    """`ppolab tune` stopped by Ctrl-C: the run gets SIGINT from the terminal and SIGTERM from the tune a
-    moment later. The SIGTERM once landed as the trainer began to stop, before it ignored SIGTERM, and cut
-    its close short with a traceback. Both signals back to back must still end the run cleanly."""
+def _training_past_its_first_checkpoint(tmp_path):
+    """A `ppolab train` process stopped reading at an iteration after its first checkpoint."""
     import subprocess
     import sys
 
@@ -238,6 +206,29 @@ def test_ctrl_c_then_a_sigterm_at_once_still_ends_with_the_summary(tmp_path):
         saved = saved or line.startswith("Saved actor")
         if saved and line.startswith("Total time elapsed"):
             break
+    return proc
+
+
+def test_a_second_sigterm_while_stopping_still_ends_with_the_summary(tmp_path):
+    """Slurm signals every process of a task and the runner then stops its child: two SIGTERMs
+    milliseconds apart must still end the run cleanly, with its summary line."""
+    from conftest import wait_until
+
+    proc = _training_past_its_first_checkpoint(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    # the event between the two: the trainer has taken the first (it ignores SIGTERM from then on, while it stops)
+    wait_until(lambda: _ignores(proc.pid, signal.SIGTERM), "the trainer to start stopping", every=0.0005, alive=proc)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(60) == 130
+    assert "Training interrupted at iteration" in rest
+
+
+def test_ctrl_c_then_a_sigterm_at_once_still_ends_with_the_summary(tmp_path):
+    """`ppolab tune` stopped by Ctrl-C: the run gets SIGINT from the terminal and SIGTERM from the tune a
+    moment later. The SIGTERM once landed as the trainer began to stop, before it ignored SIGTERM, and cut
+    its close short with a traceback. Both signals back to back must still end the run cleanly."""
+    proc = _training_past_its_first_checkpoint(tmp_path)
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGTERM)
     rest = proc.stdout.read()
