@@ -102,7 +102,7 @@ def test_tune_scores_a_run_by_minus_its_time_to_pass_and_a_censored_one_below_ev
     never = summarize(synthetic.records(300, 100, passes_at=NEVER, fps=100.0))
     assert trial_value(passed, "time_to_pass") == pytest.approx(-400.0)  # iteration 39: 40,000 steps at 100/s
     assert trial_value(never, "steps_to_pass") < trial_value(passed, "steps_to_pass") - 1e8  # below every pass
-    assert shown(trial_value(never, "steps_to_pass")) == "never passed (1e+05 checked)"  # its whole budget
+    assert shown(trial_value(never, "steps_to_pass")) == "never passed (best round: 0 checks passed)"
     rec = synthetic.records(300, 40, passes_at=19, fps=100.0)
     in_order = sorted(rec.iterations + rec.checks, key=lambda r: (r["iteration"], r["type"] == "check"))
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in in_order))
@@ -122,3 +122,18 @@ def test_the_committed_time_to_pass_study_is_valid_and_tune_asks_for_checks(tmp_
                       "time_to_pass", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 2 and "add --check-every N" in proc.stderr, proc.stderr
     assert not (tmp_path / "experiments").exists()  # refused before any study or run was made
+
+
+def test_how_far_a_run_got_is_the_most_top_level_checks_one_round_passed():
+    """A never-passing run's progress counts whole checks (walk, stand...), not their parts (each straight
+    speed), and its best round, not its last (a policy can forget how to stand)."""
+    from ppolab.analysis.time_to_pass import first_pass
+
+    def rnd(itr: int, **passed: int) -> dict:
+        figures = {k.replace("__", "."): float(v) for k, v in passed.items()}
+        return {"iteration": itr, "passed": 0, "total_time": 10.0 * itr, "total_steps": 100 * itr, **figures}
+
+    best = rnd(99, walk__passed=1, stand__passed=1, straight__speeds__0__passed=1, straight__passed=0)
+    rounds = [rnd(49, walk__passed=0), best, rnd(149, walk__passed=1, stand__passed=0)]
+    figures = first_pass(rounds)
+    assert figures["checks_passed"] == 2 and not figures["passed"] and figures["iteration"] == 149

@@ -328,19 +328,23 @@ def test_time_to_pass_prunes_a_trial_only_once_it_cannot_reach_the_median_whatev
     assert _pruned_at(median, 2.0, 1100) is None  # so a trial 2,200 s without passing runs on
 
 
-def test_a_run_that_never_passed_ranks_below_every_pass_whatever_its_budget_cost_and_reads_so():
-    """A cheap setting failing after 1,000 s of checks must not outrank a costly one passing at 2,000 s, nor a
-    costly failure at 2,136 s be told apart from it by cost alone; the report says "never passed"."""
+def test_a_run_that_never_passed_ranks_below_every_pass_and_by_how_far_it_got_not_by_its_cost():
+    """A cheap setting failing after 1,000 s of checks must not outrank a costly one passing at 2,000 s; among
+    failures, one whose best round passed the walk check outranks one that never walked, whatever either
+    cost (scored by its clock, a 24-env failure ranked below a 12-env one); the report says how far it got."""
     from types import SimpleNamespace
 
     from ppolab.experiments.tune.report import shown
     from ppolab.experiments.tune.study import trial_value
 
-    def value(seconds: float, passed: bool) -> float:
-        run = SimpleNamespace(time_to_pass={"passed": passed, "seconds": seconds, "env_steps": 100 * seconds})
-        return trial_value(run, "time_to_pass")
+    def value(seconds: float, passed: bool, checks: int = 0) -> float:
+        p = {"passed": passed, "seconds": seconds, "env_steps": 100 * seconds, "checks_passed": checks}
+        return trial_value(SimpleNamespace(time_to_pass=p), "time_to_pass")
 
-    assert value(2000.0, True) > value(1000.0, False) and value(2000.0, True) > value(2136.0, False)
-    assert value(600.0, True) > value(2000.0, True)
-    assert shown(value(600.0, True)) == "-600"
-    assert shown(value(1000.0, False)) == "never passed (1000 checked)"
+    assert value(2000.0, True, 4) > value(1000.0, False, 3) and value(2000.0, True, 4) > value(2136.0, False)
+    assert value(600.0, True, 4) > value(2000.0, True, 4)
+    assert value(2136.0, False, 1) > value(1291.0, False, 0)  # walked, failed standing > never walked
+    assert value(2136.0, False, 1) == value(500.0, False, 1)  # the same progress: its cost does not rank it
+    assert value(10.0, False, 2) > value(10.0, False, 1)
+    assert shown(value(600.0, True, 4)) == "-600"
+    assert shown(value(1000.0, False, 1)) == "never passed (best round: 1 checks passed)"

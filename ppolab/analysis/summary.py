@@ -6,7 +6,7 @@ ignored), peak_eval_reward, peak_eval_iteration, evals (iteration, reward,
 length), latest_reward, stable, anomalies (rule, first_iteration, count, detail),
 incomplete_iterations, source, and time_to_pass (a run trained with --check-every: passed, seconds,
 env_steps and iteration of its first passing round of behaviour checks, else of its last round, where
-it is censored; rounds; null for a run never checked).
+it is censored; rounds; checks_passed, the most checks one round passed; null for a run never checked).
 """
 
 from __future__ import annotations

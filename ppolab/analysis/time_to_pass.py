@@ -39,13 +39,15 @@ class Passing:
 
 def first_pass(checks: list[dict]) -> dict | None:
     """A run's passing figures from its check records: seconds, env_steps and iteration of the first round
-    that passed, else of the last round (censored), and `passed`; None when the run was never checked."""
+    that passed, else of the last round (censored), and `passed`; None when the run was never checked.
+    `checks_passed`: the most checks one round passed (how far a run that never passed got)."""
     if not checks:
         return None
     ordered = sorted(checks, key=lambda r: r["iteration"])
     rec = next((r for r in ordered if r["passed"]), ordered[-1])
+    most = max(sum(bool(v) for k, v in r.items() if k.count(".") == 1 and k.endswith(".passed")) for r in ordered)
     return {"passed": bool(rec["passed"]), "seconds": float(rec["total_time"]), "env_steps": int(rec["total_steps"]),
-            "iteration": int(rec["iteration"]), "rounds": len(ordered)}  # fmt: skip
+            "iteration": int(rec["iteration"]), "rounds": len(ordered), "checks_passed": most}  # fmt: skip
 
 
 def outcome(figures: dict | None, metric: PassMetric) -> Passing | None:

@@ -21,17 +21,27 @@ from ppolab.util.files import atomic_write_text
 from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
-NEVER_PASSED = 1e9  # a time (steps) to pass study: a run that never passed scores this much below its clock
+NEVER_PASSED = 1e9  # a time (steps) to pass study: every run that never passed scores below -NEVER_PASSED
 
 
-def checked(value: float) -> tuple[float, bool]:
-    """A trial value as its clock (minus seconds or env steps) and whether it passed; other metrics as they are."""
-    return (value + NEVER_PASSED, False) if value <= -NEVER_PASSED / 2 else (value, True)
+def never_passed_value(checks_passed: float) -> float:
+    """The score of a run that never passed: below every pass (whose scores are minus seconds or env steps,
+    far above -NEVER_PASSED), higher the more checks its best round passed: -2e9 for none, -1.5e9 for one..."""
+    return -NEVER_PASSED * (1.0 + 1.0 / (1.0 + checks_passed))
+
+
+def checks_passed(value: float) -> float | None:
+    """How many checks a never-passing trial's best round passed (a mean over seeds need not be whole);
+    None for a trial that passed, or a metric that is not a time to pass."""
+    if value > -NEVER_PASSED / 2:
+        return None
+    share = -value / NEVER_PASSED - 1.0  # 1 / (1 + checks passed)
+    return 1.0 / share - 1.0 if share > 0 else 0.0
 
 
 def shown(value: float) -> str:
-    clock, passed = checked(value)
-    return f"{clock:.4g}" if passed else f"never passed ({abs(clock):.4g} checked)"
+    k = checks_passed(value)
+    return f"{value:.4g}" if k is None else f"never passed (best round: {k:.2g} checks passed)"
 
 
 def best_table(study: optuna.Study, n: int = 5) -> str:
@@ -62,8 +72,8 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
     pruned = [t for t in study.trials if t.state == TrialState.PRUNED and t.intermediate_values]
-    values = [checked(t.value)[0] for t in complete]
-    ax.scatter([t.number for t in complete], values, label="complete", color="tab:blue")
+    passed = [t for t in complete if checks_passed(t.value) is None]
+    ax.scatter([t.number for t in passed], [t.value for t in passed], label="complete", color="tab:blue")
     ax.scatter(
         [t.number for t in pruned],
         [t.intermediate_values[max(t.intermediate_values)] for t in pruned],
@@ -72,11 +82,14 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
         color="tab:gray",
     )
     best, xs, ys = -math.inf, [], []
-    for t in sorted(complete, key=lambda t: t.number):
+    for t in sorted(passed, key=lambda t: t.number):
         best = max(best, t.value)
         xs.append(t.number)
-        ys.append(checked(best)[0])
+        ys.append(best)
     ax.step(xs, ys, where="post", color="tab:red", label="best so far")
+    if failed := [t.number for t in complete if checks_passed(t.value) is not None]:  # below every pass
+        low = ax.get_xaxis_transform()  # x in data, y in axes: 0 is the plot's bottom edge
+        ax.scatter(failed, [0.02] * len(failed), transform=low, label="never passed", marker="v", color="tab:orange")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.ticklabel_format(axis="y", useOffset=False)  # objective values as they are, not "+1.355e1" offsets
     ax.set_xlabel("trial")

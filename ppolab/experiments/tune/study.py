@@ -40,7 +40,7 @@ from ppolab.errors import UserError
 from ppolab.experiments.executors.attempt import Attempt, Stop
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import TrainCall
-from ppolab.experiments.tune.report import NEVER_PASSED, shown
+from ppolab.experiments.tune.report import never_passed_value, shown
 from ppolab.experiments.tune.search_space import SearchSpace
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.run_state import RunState
@@ -464,10 +464,10 @@ def _train(
 
 def trial_value(summary: RunSummary, metric: Metric) -> float | None:
     """A finished run's value for Optuna (higher is better). Time (steps) to pass: minus the seconds
-    (env steps) to the first passing checks. A run that never passed scores minus its whole checked time
-    and minus NEVER_PASSED more: below every run that passed, whatever each setting's budget cost (the same
-    iterations take a setting with more envs longer: without the offset, its failure would rank below a
-    cheaper setting's failure and maybe below a slower pass)."""
+    (env steps) to the first passing checks. A run that never passed scores `never_passed_value` of how far
+    it got: below every run that passed, and, among runs that never passed, by the most checks one round
+    passed, never by what its budget cost (the same iterations take a setting with more envs longer: scored
+    by its clock, a costly failure would rank below a cheap one, and the sampler would learn cost, not skill)."""
     if metric == "final_reward":
         return summary.final_mean_reward
     if metric == "peak_eval":
@@ -475,7 +475,9 @@ def trial_value(summary: RunSummary, metric: Metric) -> float | None:
     p = summary.time_to_pass
     if p is None:
         return None
-    return -float(p["seconds" if metric == "time_to_pass" else "env_steps"]) - (0.0 if p["passed"] else NEVER_PASSED)
+    if not p["passed"]:
+        return never_passed_value(p.get("checks_passed", 0))
+    return -float(p["seconds" if metric == "time_to_pass" else "env_steps"])
 
 
 def _report(
