@@ -700,3 +700,32 @@ def test_each_walking_reward_term_is_what_its_definition_says(name):
         env._update_command()
         expected = _walk_terms(env, target, prev_target, env.v_avg.copy())[term]
         np.testing.assert_allclose(env._reward(target, prev_target), expected, rtol=1e-9, atol=1e-12, err_msg=term)
+
+
+def test_walk_mode_switches_come_at_their_rate_from_each_envs_own_draws():
+    """In place <-> forward switches at walk_switch_prob a step, standing never jumps to forward, and an env's
+    switches depend on its own generator only: the same in a batch of one as beside three other envs (the
+    sampler splits slots over workers by core count; a seed's episodes must not change with it)."""
+    from ppolab.envs.walk import FORWARD, STANDING
+
+    cfg = {"stand_switch_prob": 0.05, "walk_switch_prob": 0.2}
+
+    def modes(n: int, steps: int) -> np.ndarray:
+        env = make_env("jvrc_walk", n, cfg)
+        for i in range(n):
+            env.reset_one(i, np.random.default_rng(100 + i))
+        out = [env.mode.copy()]
+        for _ in range(steps):
+            env.phase = (env.phase + 1) % env.period  # the clock, without stepping the physics
+            env._switch_modes()
+            out.append(env.mode.copy())
+        return np.array(out)
+
+    many = modes(4, 600)
+    np.testing.assert_array_equal(modes(1, 600)[:, 0], many[:, 0])
+    before, after = many[:-1], many[1:]
+    assert not ((before == STANDING) & (after == FORWARD)).any()
+    assert not ((before == FORWARD) & (after == STANDING)).any()
+    moving = before == FORWARD
+    share = (after[moving] != FORWARD).mean()  # forward -> in place: only the walk draw
+    assert abs(share - 0.2) < 4 * np.sqrt(0.2 * 0.8 / moving.sum()), (share, moving.sum())

@@ -36,6 +36,7 @@ from ppolab.envs.robot_task import ClockedConfig, RobotTask
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
 MODES = ("standing", "in_place", "forward")
 ONE_HOT = np.eye(3)
+SWITCH_BLOCK = 128  # steps of mode-switch draws an env's generator fills at once
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
 SOLE_VEL_STARTS = np.array([0, 3])  # where the right and the left sole's velocity start in the sensors' sole_vel slice
 FORCE_SPEED = np.array([[1.0], [-1.0]])  # the speed clock is the force clock negated
@@ -121,6 +122,7 @@ class WalkTask(RobotTask):
         self.prev_torque = np.zeros((n, self.n_legs))
         self.held = False  # a fixed command (the behaviour checks, videos): no random switches
         self.heading = np.zeros(n)  # the root's yaw after the last step
+        self._switch_u, self._switch_k = np.empty((n, SWITCH_BLOCK, 2)), SWITCH_BLOCK  # the draws, the next one
         self.clock_obs = clock_observation(self.period)
         self._reward_tables()
         self._mode_cdf = np.cumsum(cfg.mode_probs) / sum(cfg.mode_probs)  # the start mode: Generator.choice's draw
@@ -187,14 +189,25 @@ class WalkTask(RobotTask):
         self._update_command()
 
     def _switch_modes(self) -> None:
-        """Standing <-> in place (only in double support) and in place <-> forward, at random."""
+        """Standing <-> in place (only in double support) and in place <-> forward, at random. Each env's two
+        draws a step come from a block its own generator fills every SWITCH_BLOCK steps: one call per env and
+        block instead of one per env and step, and numpy's few calls for the whole batch on the steps (most)
+        where no env draws a switch."""
         c, b = self.cfg, self.batch
-        for i in range(self.num_envs):
-            u_stand, u_walk = b.rngs[i].random(2)
+        if self._switch_k == SWITCH_BLOCK:
+            for rng, block in zip(b.rngs, self._switch_u):
+                rng.random(out=block)
+            self._switch_k = 0
+        u = self._switch_u[:, self._switch_k]
+        self._switch_k += 1
+        drawn = (u[:, 0] < c.stand_switch_prob) | (u[:, 1] < c.walk_switch_prob)
+        if not drawn.any():
+            return
+        for i in np.flatnonzero(drawn):
             mode = self.mode[i]
-            if u_stand < c.stand_switch_prob and self.double_support[self.phase[i]] and mode != FORWARD:
+            if u[i, 0] < c.stand_switch_prob and self.double_support[self.phase[i]] and mode != FORWARD:
                 self._set_mode(i, IN_PLACE if mode == STANDING else STANDING, b.rngs[i])
-            elif u_walk < c.walk_switch_prob and mode != STANDING:
+            elif u[i, 1] < c.walk_switch_prob and mode != STANDING:
                 self._set_mode(i, IN_PLACE if mode == FORWARD else FORWARD, b.rngs[i])
 
     def observe(self) -> np.ndarray:
