@@ -62,8 +62,9 @@ def compare(env: str, policy: Path, dts: list[float]) -> list[dict]:
         check_s = time.perf_counter() - t0
         g = gait(subject)
         ref = ref or g
+        rms = float(np.sqrt(((g["legs"] - ref["legs"]) ** 2).mean()))
         row = {"physics_dt": dt, "checks_passed": all(figures[f"{name}.passed"] for name in _names(figures)),
-               "checks_seconds": round(check_s, 1), "joint_rms_rad": float(np.sqrt(((g["legs"] - ref["legs"]) ** 2).mean())),
+               "checks_seconds": round(check_s, 1), "joint_rms_rad": rms,
                "contact_agreement": float((g["contact"] == ref["contact"]).mean()),
                **{k: g[k] for k in ("still_up", "speed_m_s", "touchdowns_per_foot", "env_steps_per_s")},
                "figures": figures}  # fmt: skip
