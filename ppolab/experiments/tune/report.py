@@ -73,29 +73,34 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
     pruned = [t for t in study.trials if t.state == TrialState.PRUNED and t.intermediate_values]
     passed = [t for t in complete if checks_passed(t.value) is None]
-    ax.scatter([t.number for t in passed], [t.value for t in passed], label="complete", color="tab:blue")
-    ax.scatter(
-        [t.number for t in pruned],
-        [t.intermediate_values[max(t.intermediate_values)] for t in pruned],
-        label="pruned (last report)",
-        marker="x",
-        color="tab:gray",
-    )
+    failed = [t.number for t in complete if checks_passed(t.value) is not None]  # a time to pass study's
+    if passed:
+        ax.scatter([t.number for t in passed], [t.value for t in passed], label="complete", color="tab:blue")
+    if pruned:
+        last = [t.intermediate_values[max(t.intermediate_values)] for t in pruned]
+        ax.scatter([t.number for t in pruned], last, label="pruned (last report)", marker="x", color="tab:gray")
     best, xs, ys = -math.inf, [], []
     for t in sorted(passed, key=lambda t: t.number):
         best = max(best, t.value)
         xs.append(t.number)
         ys.append(best)
-    ax.step(xs, ys, where="post", color="tab:red", label="best so far")
-    if failed := [t.number for t in complete if checks_passed(t.value) is not None]:  # below every pass
-        low = ax.get_xaxis_transform()  # x in data, y in axes: 0 is the plot's bottom edge
-        ax.scatter(failed, [0.02] * len(failed), transform=low, label="never passed", marker="v", color="tab:orange")
+    if xs:
+        ax.step(xs, ys, where="post", color="tab:red", label="best so far")
+    if failed:  # below every pass, along the plot's bottom edge (x in data, y in axes)
+        low = ax.get_xaxis_transform()
+        ax.scatter(failed, [0.03] * len(failed), transform=low, label="never passed", marker="v", color="tab:orange")
+    if not passed and not pruned:
+        ax.set_yticks([])  # nothing has a value on this axis yet
+    numbers = [t.number for t in [*complete, *pruned]]
+    if numbers:  # points drawn in axes coordinates do not widen the data limits
+        ax.set_xlim(min(numbers) - 0.5, max(numbers) + 0.5)
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.ticklabel_format(axis="y", useOffset=False)  # objective values as they are, not "+1.355e1" offsets
     ax.set_xlabel("trial")
     ax.set_ylabel("objective")
     ax.set_title(f"Study {study.study_name}")
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
