@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ppolab.envs.humanoid import yaw
 from ppolab.envs.walk import FORWARD
 from ppolab.ppo.behaviour import Subject, _start, checks, flat_figures
 
@@ -32,10 +33,12 @@ SECONDS, SPEED, ENVS = 10.0, 0.3, 8
 
 
 def gait(subject: Subject) -> dict[str, np.ndarray | float]:
-    """Leg joint angles and foot contacts, every control step, walking ahead from the checks' start states."""
+    """Leg joint angles and foot contacts, every control step, walking ahead from the checks' start states
+    (a walking task's forward mode; other tasks are stepped with the commands they draw themselves)."""
     env, actor = _start(subject, ENVS)
-    env.set_command(FORWARD, vx=SPEED)
-    start, heading = env.batch.qpos[:, :2].copy(), env.heading.copy()
+    if hasattr(env, "set_command"):
+        env.set_command(FORWARD, vx=SPEED)
+    start, heading = env.batch.qpos[:, :2].copy(), yaw(env.batch.qpos[:, 3:7])
     legs, contact, up = [], [], np.ones(ENVS, bool)
     t0 = time.perf_counter()
     for _ in range(round(SECONDS / env.cfg.control_dt)):
@@ -52,13 +55,13 @@ def gait(subject: Subject) -> dict[str, np.ndarray | float]:
             "env_steps_per_s": len(legs) * ENVS / seconds}  # fmt: skip
 
 
-def compare(env: str, policy: Path, dts: list[float]) -> list[dict]:
+def compare(policy: Path, dts: list[float]) -> list[dict]:
     base = Subject.of(policy)
     rows, ref = [], None
     for dt in dts:
         subject = Subject(base.env, {**(base.env_config or {}), "physics_dt": dt}, base.params)
         t0 = time.perf_counter()
-        figures = flat_figures(checks(env, subject))
+        figures = flat_figures(checks(base.env, subject))
         check_s = time.perf_counter() - t0
         g = gait(subject)
         ref = ref or g
@@ -92,7 +95,7 @@ def _line(r: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--env", default="jvrc_walk")
+    ap.add_argument("--env", default="jvrc_walk", help="its shipped policy, pretrained/ENV, unless --policy")
     ap.add_argument(
         "--policy", type=Path, help="a run folder, pretrained folder or actor .pt (default: pretrained/ENV)"
     )
@@ -104,7 +107,7 @@ def main() -> None:
         "| contact agrees | touchdowns/foot | speed m/s | env steps/s, one process |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    rows = compare(a.env, a.policy or PRETRAINED / a.env, a.dts)
+    rows = compare(a.policy or PRETRAINED / a.env, a.dts)
     if a.json:
         a.json.write_text(json.dumps({"env": a.env, "date": time.strftime("%Y-%m-%d"), "rows": rows}, indent=1))
 
