@@ -348,3 +348,26 @@ def test_a_run_that_never_passed_ranks_below_every_pass_and_by_how_far_it_got_no
     assert value(10.0, False, 2) > value(10.0, False, 1)
     assert shown(value(600.0, True, 4)) == "-600"
     assert shown(value(1000.0, False, 1)) == "never passed (best round: 1 checks passed)"
+
+
+def test_a_time_to_pass_report_lists_passes_by_speed_then_failures_by_how_far_they_got(tmp_path):
+    """The report's table: the fastest pass first, then the failures, the furthest first and said so; the
+    history plot is drawn with failures and no pass at all, and with both."""
+    from ppolab.experiments.tune.report import best_table, never_passed_value, plot_history
+
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    study = optuna.create_study(direction="maximize")
+
+    def add(value: float, x: float) -> None:
+        study.add_trial(optuna.trial.create_trial(params={"lr": x}, distributions={"lr": lr}, value=value))
+
+    add(never_passed_value(0), 1e-4)
+    add(never_passed_value(3), 2e-4)
+    plot_history(study, tmp_path / "none.png")  # no trial passed yet
+    add(-900.0, 3e-4)
+    add(-600.0, 4e-4)
+    rows = [line.split("|")[2].strip() for line in best_table(study).splitlines()[2:]]
+    assert rows == ["-600", "-900", "never passed (best round: 3 checks passed)",
+                    "never passed (best round: 0 checks passed)"]  # fmt: skip
+    assert plot_history(study, tmp_path / "both.png").stat().st_size > 10_000
+    assert (tmp_path / "none.png").stat().st_size > 10_000
