@@ -71,7 +71,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="final_reward: mean episode reward over the last 10%% of iterations; "
         "peak_eval: best evaluation reward; time_to_pass, steps_to_pass: how soon the env's behaviour checks first "
         "pass (needs --check-every N; each run stops at its pass; the value is minus the seconds or env steps, and "
-        "a run that never passes ranks below every one that passed, then by the most checks a round passed) (default: final_reward)",
+        "a run that never passes ranks below every one that passed, then by the most checks a round passed) "
+        "(default: final_reward)",
     )
     p.add_argument(
         "--pruner",
