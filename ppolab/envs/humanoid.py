@@ -159,10 +159,12 @@ def check_gain_keys(table: dict[str, float], joints: list[str]) -> None:
 
 def _euler_parts(quat: np.ndarray) -> np.ndarray:
     """(n, 5) the arguments of the Euler angles of (n, 4) quaternions (w, x, y, z): 2(wx + yz), 2(wz + xy),
-    1 - 2(xx + yy), 1 - 2(yy + zz), 2(wy - zx), as one matmul of the flattened outer products (each angle's
-    terms one by one cost four times the calls, and this runs for every env at every control step)."""
+    1 - 2(xx + yy), 1 - 2(yy + zz), 2(wy - zx), as one product of the flattened outer products with a table
+    (each angle's terms one by one cost four times the calls, and this runs for every env at every control
+    step). einsum, not `@`: BLAS rounds a row differently with the number of rows, so a seed's runs would
+    differ with how many envs a worker steps, that is with the core count."""
     outer = quat[:, :, None] * quat[:, None, :]
-    return outer.reshape(-1, 16) @ _EULER_TERMS + _EULER_OFFSET
+    return np.einsum("ij,jk->ik", outer.reshape(-1, 16), _EULER_TERMS) + _EULER_OFFSET
 
 
 def _euler_tables() -> tuple[np.ndarray, np.ndarray]:
@@ -389,7 +391,8 @@ class HumanoidBatch:
     def apply(self, action: np.ndarray) -> np.ndarray:
         """Step every env one control period with the given leg actions; returns the smoothed actions."""
         cfg, k = self.cfg, self.substeps
-        a = action if cfg.action_clip is None else clamp(action, -cfg.action_clip, cfg.action_clip)
+        a = np.asarray(action, dtype=np.float64)  # the policy's float32, widened: every env's history in one dtype
+        a = a if cfg.action_clip is None else clamp(a, -cfg.action_clip, cfg.action_clip)
         prev = self.prev_raw if cfg.action_filter == "pair" else self.prev_action
         smoothed = cfg.action_smoothing * a + (1.0 - cfg.action_smoothing) * prev
         targets = self.nominal_leg + cfg.action_scale * smoothed

@@ -188,6 +188,12 @@ class WalkTask(RobotTask):
         self.held = False
         self._update_command()
 
+    def set_iteration(self, iteration: int) -> None:
+        """A new iteration's switch draws start a new block, from the generators its resets just drew: what an
+        iteration samples never depends on the one before it (a resumed run starts on fresh envs)."""
+        super().set_iteration(iteration)
+        self._switch_k = SWITCH_BLOCK
+
     def _switch_modes(self) -> None:
         """Standing <-> in place (only in double support) and in place <-> forward, at random. Each env's two
         draws a step come from a block its own generator fills every SWITCH_BLOCK steps: one call per env and
@@ -263,7 +269,8 @@ class WalkTask(RobotTask):
         sizes[:, YAW_RATE] **= 3
         np.sqrt(sizes[:, NORMS], out=sizes[:, NORMS])
         sizes *= self._exp_scales
-        return np.concatenate([scores, np.exp(sizes, out=sizes)], axis=1) @ self._term_weights
+        terms = np.concatenate([scores, np.exp(sizes, out=sizes)], axis=1)
+        return np.einsum("ij,j->i", terms, self._term_weights)  # not `@`: see humanoid._euler_parts
 
     def _reward_tables(self) -> None:
         """What `_reward` needs that never changes: where each size's entries start in its concatenation,
