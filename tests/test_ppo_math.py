@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from ppolab.envs import make_env
@@ -73,21 +74,30 @@ def test_a_slot_samples_the_same_trajectory_whichever_range_it_is_in():
         np.testing.assert_array_equal(getattr(whole, name), getattr(split, name))
 
 
-def test_a_walk_iteration_samples_the_same_whatever_ran_before_it_and_whichever_range_its_slots_are_in():
+@pytest.mark.parametrize(
+    "name, cfg",
+    [
+        ("jvrc_walk", {"stand_switch_prob": 0.2, "walk_switch_prob": 0.2}),
+        ("h1_walk", {}),
+        ("jvrc_step", {}),
+        ("h1", {}),
+    ],
+)
+def test_a_humanoid_iteration_samples_the_same_whatever_ran_before_it_and_whichever_range_its_slots_are_in(name, cfg):
     """A resumed run starts an iteration on fresh envs, an uninterrupted one on envs that sampled the one
     before; the sampler splits slots over workers by core count. Neither may change what the iteration samples
-    (the walk task's random mode switches included: drawn often here, so they happen within 60 steps)."""
-    cfg = {"stand_switch_prob": 0.2, "walk_switch_prob": 0.2}
-    env = make_env("jvrc_walk", 4, cfg)
+    (the walk task's random mode switches drawn often here, so they happen within 60 steps; h1_walk's dynamics
+    draws, pushes and sensor noise; the stepping task's plans)."""
+    env = make_env(name, 4, cfg)
     actor = Actor(ObsNormalizer(env.obs_dim), env.obs_dim, env.act_dim, [16], 0.2, learn_std=False)
     params = sampling_params(actor)
     kw = dict(seed=7, stream=0, steps=60, total_slots=4)
     collect(env, params, iteration=3, first_slot=0, **kw)  # what ran before, on the same envs
     after = collect(env, params, iteration=4, first_slot=0, **kw)
-    fresh = collect(make_env("jvrc_walk", 4, cfg), params, iteration=4, first_slot=0, **kw)
+    fresh = collect(make_env(name, 4, cfg), params, iteration=4, first_slot=0, **kw)
     split = Trajectories.concat([
-        collect(make_env("jvrc_walk", 1, cfg), params, iteration=4, first_slot=0, **kw),
-        collect(make_env("jvrc_walk", 3, cfg), params, iteration=4, first_slot=1, **kw),
+        collect(make_env(name, 1, cfg), params, iteration=4, first_slot=0, **kw),
+        collect(make_env(name, 3, cfg), params, iteration=4, first_slot=1, **kw),
     ])  # fmt: skip
     for name in Trajectories.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(after, name), getattr(fresh, name), err_msg=name)

@@ -295,6 +295,8 @@ class HumanoidBatch:
         self.prev_raw = np.zeros_like(self.prev_action)  # the last action, after clipping
         self.push = np.zeros((num_envs, 3))
         self.push_left = np.zeros(num_envs, dtype=int)
+        self._noise: np.ndarray | None = None  # this step's observation-noise draws, per env
+        self._noise_stale = np.ones(num_envs, dtype=bool)  # the envs stepped or reset since their last draw
         n = num_envs
         self.qpos = np.zeros((n, model.nq))
         self.qvel = np.zeros((n, model.nv))
@@ -354,6 +356,7 @@ class HumanoidBatch:
         self.prev_raw[i] = 0.0
         self.push[i] = 0.0
         self.push_left[i] = 0
+        self._noise_stale[i] = True
         self._gather(i)
 
     def _start_pose(self, rng: np.random.Generator) -> np.ndarray:
@@ -414,7 +417,18 @@ class HumanoidBatch:
             qpos[i], qvel[i], sensors[i], acc[i] = q, v, s, acc_i  # _gather's copies, inlined
         self.prev_action = smoothed
         self.prev_raw = a
+        self._noise_stale[:] = True
         return smoothed
+
+    def _draws(self, shape: tuple[int, int], kind: str) -> np.ndarray:
+        """This step's noise draws: new ones only for the envs stepped or reset since the last (each env's own
+        generator, into its row: no per-env arrays)."""
+        if self._noise is None or self._noise.shape != shape:
+            self._noise, self._noise_stale[:] = np.empty(shape), True
+        for i in np.flatnonzero(self._noise_stale):
+            getattr(self.rngs[i], kind)(out=self._noise[i])
+        self._noise_stale[:] = False
+        return self._noise
 
     def _during_episode(self, i: int, d: mujoco.MjData) -> None:
         """LHW's in-episode randomisation: a new random wrench on the root now and then, new dynamics now and then."""
@@ -456,7 +470,11 @@ class HumanoidBatch:
                                 f"groups: {', '.join(groups or {}) or 'none (give one std instead)'}")  # fmt: skip
 
     def noisy(self, obs: np.ndarray, groups: dict[str, slice] | None = None) -> np.ndarray:
-        """Observation noise: Gaussian on every entry, or LHW's uniform noise per named group."""
+        """Observation noise: Gaussian on every entry, or LHW's uniform noise per named group. One draw per env
+        and control step (and after its reset), whatever number of times the state is observed in between:
+        the sampler observes again after resetting fallen envs, and a draw for every env then would make an
+        env's noise depend on whether another env of its batch fell, that is on how slots are split over
+        workers."""
         r = self.cfg.randomization
         noise = r.obs_noise if r.enabled else 0.0
         if isinstance(noise, dict):
@@ -464,13 +482,7 @@ class HumanoidBatch:
             self.check_noise_groups(groups)
             for name, width in noise.items():
                 half[groups[name]] = width
-            u = np.empty(obs.shape)
-            for rng, row in zip(self.rngs, u):  # each env's own generator, into its row: no per-env arrays
-                rng.random(out=row)
-            obs = obs + (2.0 * u - 1.0) * half
+            obs = obs + (2.0 * self._draws(obs.shape, "random") - 1.0) * half
         elif noise > 0:
-            z = np.empty(obs.shape)
-            for rng, row in zip(self.rngs, z):
-                rng.standard_normal(out=row)
-            obs = obs + noise * z
+            obs = obs + noise * self._draws(obs.shape, "standard_normal")
         return obs.astype(np.float32)
