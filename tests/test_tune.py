@@ -371,3 +371,25 @@ def test_a_time_to_pass_report_lists_passes_by_speed_then_failures_by_how_far_th
                     "never passed (best round: 0 checks passed)"]  # fmt: skip
     assert plot_history(study, tmp_path / "both.png").stat().st_size > 10_000
     assert (tmp_path / "none.png").stat().st_size > 10_000
+
+
+def test_importances_wait_for_trials_that_differ_in_outcome_not_only_in_settings():
+    """Five failures that tie and one that got further: PED-ANOVA would make that one trial's settings
+    all-important; the report says it cannot judge until the outcomes differ."""
+    from ppolab.experiments.tune.report import importances, never_passed_value
+
+    dists = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True),
+             "epochs": optuna.distributions.IntDistribution(2, 6)}  # fmt: skip
+    study = optuna.create_study(direction="maximize")
+
+    def add(value: float, k: int) -> None:
+        params = {"lr": 1e-4 * 1.5**k, "epochs": 2 + k % 5}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=value))
+
+    for k in range(5):
+        add(never_passed_value(0), k)
+    add(never_passed_value(3), 5)
+    assert importances(study) is None
+    for k in range(6, 10):
+        add(-100.0 * k, k)
+    assert set(importances(study)) == {"lr", "epochs"}

@@ -21,6 +21,7 @@ from ppolab.util.files import atomic_write_text
 from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
+MIN_TRIALS, MIN_OUTCOMES = 5, 3  # complete trials, and different values among them, to judge importances
 NEVER_PASSED = 1e9  # a time (steps) to pass study: every run that never passed scores below -NEVER_PASSED
 
 
@@ -52,9 +53,13 @@ def best_table(study: optuna.Study, n: int = 5) -> str:
 
 
 def importances(study: optuna.Study) -> dict[str, float] | None:
-    """Optuna's parameter importances (PED-ANOVA), or None with too few complete trials to judge."""
+    """Optuna's parameter importances (PED-ANOVA), or None with too few complete trials to judge: fewer than
+    MIN_TRIALS, or fewer than MIN_OUTCOMES different values among them (failures of a time-to-pass study tie,
+    and one trial apart from four ties makes whatever it set look all-important)."""
     complete = study.get_trials(states=(TrialState.COMPLETE,))
-    if len(complete) < 5 or len({tuple(sorted(t.params.items())) for t in complete}) < 2:
+    if len(complete) < MIN_TRIALS or len({tuple(sorted(t.params.items())) for t in complete}) < 2:
+        return None
+    if len({t.value for t in complete}) < MIN_OUTCOMES:
         return None
     try:
         return optuna.importance.get_param_importances(study)
@@ -156,7 +161,7 @@ def write_outputs(study: optuna.Study, study_dir: Path) -> dict[str, Path | None
         imp = importances(study)
         lines += ["## Parameter importances (PED-ANOVA)", ""]
         if imp is None:
-            lines.append("Too few complete trials with different values to judge.")
+            lines.append("Too few complete trials with different values or outcomes to judge.")
         else:
             lines += [table(["parameter", "importance"], [[k, f"{v:.3f}"] for k, v in imp.items()])]
         out["history"] = plot_history(study, study_dir / "history.png")
