@@ -476,7 +476,7 @@ def trial_value(summary: RunSummary, metric: Metric) -> float | None:
     if p is None:
         return None
     if not p["passed"]:
-        return never_passed_value(p.get("checks_passed", 0))
+        return never_passed_value(p["checks_passed"])
     return -float(p["seconds" if metric == "time_to_pass" else "env_steps"])
 
 
