@@ -188,16 +188,15 @@ def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(t
     assert other.returncode == 2
     assert other.stderr.startswith("ppolab tune: error: study 'hb' was started with other seeds ([1])")
     (tmp_path / "experiments/tune/hb/report.md").unlink()
-    again = run_ppolab("tune", "--study", "hb", "--report", cwd=tmp_path, env=env)
-    assert again.returncode == 0 and (tmp_path / "experiments/tune/hb/report.md").exists()
-    assert "Trial 3" not in again.stdout and "2 complete" in again.stdout
-    assert len(optuna.load_study(study_name="hb", storage=url).trials) == 3  # no trial added
-    missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
-    assert missing.returncode == 2 and "no such study" in missing.stderr
     as_json = run_ppolab("tune", "--study", "hb", "--report", "--json", cwd=tmp_path, env=env)
+    assert as_json.returncode == 0 and (tmp_path / "experiments/tune/hb/report.md").exists()
+    assert "2 complete" in (tmp_path / "experiments/tune/hb/report.md").read_text()
+    assert len(optuna.load_study(study_name="hb", storage=url).trials) == 3  # no trial added
     data = json.loads(as_json.stdout)
     assert data["schema_version"] == 1 and data["command"] == "tune --report" and data["counts"]["complete"] == 2
     assert data["best"]["state"] == "complete" and set(data["best"]["params"]) and data["seeds"] == [1]
+    missing = run_ppolab("tune", "--study", "nope", "--report", cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and "no such study" in missing.stderr
 
 
 def test_peak_eval_scores_a_trial_by_its_best_evaluation_and_reports_the_best_so_far(tmp_path):
