@@ -115,7 +115,7 @@ def test_run_experiment_py_accepts_the_same_commands(tmp_path):
     assert proc.returncode == 0 and "Mean return:" in proc.stdout
 
 
-def test_lhw_s_eval_forms_play_the_latest_run_for_seconds_into_a_dated_video(tmp_path):
+def test_lhw_s_eval_forms_play_the_latest_run_for_seconds_into_a_dated_video(tmp_path, trained_run):
     """`run_experiment.py eval --logdir DIR --ep-len S --out-dir V` as LearningHumanoidWalking documents it."""
     import os
     import shutil
@@ -123,7 +123,7 @@ def test_lhw_s_eval_forms_play_the_latest_run_for_seconds_into_a_dated_video(tmp
     import sys
 
     logdir = tmp_path / "logs"
-    assert run_ppolab("train", *TINY, "--n-itr", "1", "--logdir", str(logdir), "--run-name", "newer").returncode == 0
+    shutil.copytree(trained_run, logdir / "newer")
     shutil.copytree(logdir / "newer", logdir / "older")  # a run last active an hour before the newer one
     for f in (logdir / "older").iterdir():
         os.utime(f, (f.stat().st_mtime - 3600,) * 2)

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import TINY, make_sweep, read_metrics, run_ppolab
+from conftest import make_sweep, read_metrics, run_ppolab
 
 
 def tree(path) -> dict:
@@ -78,18 +78,19 @@ def test_an_interrupted_run_folder_that_is_a_link_is_not_resumed_into_its_target
     assert tree(moved) == before
 
 
-def test_train_resume_of_a_link_is_refused_and_writes_nothing(tmp_path):
+def test_train_resume_of_a_link_is_refused_and_writes_nothing(tmp_path, trained_run):
     logdir = tmp_path / "logs"
-    assert run_ppolab("train", *TINY, "--n-itr", "2", "--logdir", str(logdir), "--run-name", "r").returncode == 0
+    shutil.copytree(trained_run, logdir / "r")  # a finished run of 4 iterations
     link = tmp_path / "link"
     link.symlink_to(logdir / "r")
     before = tree(logdir)
-    one_error_line(run_ppolab("train", "--resume", str(link), "--n-itr", "4"), str(link), "symbolic link")
+    one_error_line(run_ppolab("train", "--resume", str(link), "--n-itr", "6"), str(link), "symbolic link")
     assert tree(logdir) == before
     (logdir / "r" / "metrics.jsonl").rename(tmp_path / "m.jsonl")
     (logdir / "r" / "metrics.jsonl").symlink_to(tmp_path / "m.jsonl")  # a file of the run that is a link
-    one_error_line(run_ppolab("train", "--resume", str(logdir / "r"), "--n-itr", "4"), "metrics.jsonl")
-    assert [r["iteration"] for r in read_metrics_file(tmp_path / "m.jsonl") if r["type"] == "iteration"] == [0, 1]
+    one_error_line(run_ppolab("train", "--resume", str(logdir / "r"), "--n-itr", "6"), "metrics.jsonl")
+    iterations = [r["iteration"] for r in read_metrics_file(tmp_path / "m.jsonl") if r["type"] == "iteration"]
+    assert iterations == [0, 1, 2, 3]
 
 
 def read_metrics_file(path) -> list[dict]:
@@ -112,13 +113,18 @@ def test_an_immutable_state_file_is_one_line_naming_it(tmp_path, done_sweep):
         subprocess.run(["chattr", "-i", str(d / "state.json")])
 
 
-def test_metrics_read_back_after_a_refused_resume_are_the_runs_own(tmp_path):
-    """The refusal comes before any write: the run resumes normally once the link is replaced."""
+def test_metrics_read_back_after_a_refused_resume_are_the_runs_own(tmp_path, trained_run):
+    """The refusal comes before any write: the run resumes normally once the link is replaced by its file."""
     logdir = tmp_path / "logs"
-    assert run_ppolab("train", *TINY, "--n-itr", "2", "--logdir", str(logdir), "--run-name", "r").returncode == 0
-    proc = run_ppolab("train", "--resume", str(logdir / "r"), "--n-itr", "3")
+    shutil.copytree(trained_run, logdir / "r")
+    (logdir / "r" / "metrics.jsonl").rename(tmp_path / "m.jsonl")
+    (logdir / "r" / "metrics.jsonl").symlink_to(tmp_path / "m.jsonl")
+    one_error_line(run_ppolab("train", "--resume", str(logdir / "r"), "--n-itr", "5"), "metrics.jsonl")
+    (logdir / "r" / "metrics.jsonl").unlink()
+    (tmp_path / "m.jsonl").rename(logdir / "r" / "metrics.jsonl")
+    proc = run_ppolab("train", "--resume", str(logdir / "r"), "--n-itr", "5")
     assert proc.returncode == 0, proc.stderr
-    assert [r["iteration"] for r in read_metrics(logdir / "r") if r["type"] == "iteration"] == [0, 1, 2]
+    assert [r["iteration"] for r in read_metrics(logdir / "r") if r["type"] == "iteration"] == [0, 1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("link", ["plots", "plots/learning_curves.png", "results.md"])
