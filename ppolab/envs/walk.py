@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
-from ppolab.envs.humanoid import Range, Weights3, clamp, wrap_angle, yaw
+from ppolab.envs.gait_clock import clock_observation, clock_tables
+from ppolab.envs.humanoid import Range, Weights3, yaw
 from ppolab.envs.protocol import Marker
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
@@ -105,7 +105,10 @@ class WalkTask(RobotTask):
     Config = WalkConfig
 
     def __init__(self, num_envs: int, config: WalkConfig | None = None) -> None:
+        from ppolab.envs import walk_kernels  # numba: imported by the envs that step, not by every ppolab command
+
         super().__init__(num_envs, config)
+        self._walk_command, self._walk_reward = walk_kernels.walk_command, walk_kernels.walk_reward
         cfg = self.cfg
         self.clock, self.double_support = clock_tables(cfg.swing_duration, cfg.stance_duration, cfg.control_dt)
         self.period = len(self.clock)
@@ -122,6 +125,7 @@ class WalkTask(RobotTask):
         self.prev_torque = np.zeros((n, self.n_legs))
         self.held = False  # a fixed command (the behaviour checks, videos): no random switches
         self.heading = np.zeros(n)  # the root's yaw after the last step
+        self.heading_error = np.zeros(n)  # the heading reference minus the heading, wrapped
         self._switch_u, self._switch_k = np.empty((n, SWITCH_BLOCK, 2)), SWITCH_BLOCK  # the draws, the next one
         self.clock_obs = clock_observation(self.period)
         self._reward_tables()
@@ -151,21 +155,11 @@ class WalkTask(RobotTask):
 
     def _update_command(self) -> None:
         """The observed command: the mode's yaw rate plus the heading correction, the mode's velocity plus, in
-        the forward mode, a sideways correction back onto the line the mode started on."""
-        self.heading = yaw(self.batch.qpos[:, 3:7])
-        error = wrap_angle(self.heading_ref - self.heading)
+        the forward mode, a sideways correction back onto the line the mode started on (walk_kernels)."""
         c = self.cfg
-        correction = clamp(c.heading_gain * error, -c.heading_limit, c.heading_limit)
-        if not c.heading_standing:
-            correction = np.where(self.mode == STANDING, 0.0, correction)
-        self.command[:, 0] = self.rate + correction
-        self.command[:, 1:] = self.velocity
-        if c.lateral_gain:
-            off = self.batch.qpos[:, :2] - self.line_origin  # left of the line: positive
-            self.line_offset = np.cos(self.heading_ref) * off[:, 1] - np.sin(self.heading_ref) * off[:, 0]
-            back = clamp(-c.lateral_gain * self.line_offset, -c.lateral_limit, c.lateral_limit)
-            self.command[:, 2] += np.where(self.mode == FORWARD, back, 0.0)
-        self.heading_error = error
+        self._walk_command(self.batch.qpos, self.mode, self.rate, self.velocity, self.heading_ref, self.line_origin,
+                           c.heading_gain, c.heading_limit, c.heading_standing, c.lateral_gain, c.lateral_limit,
+                           self.command, self.heading, self.heading_error)  # fmt: skip
 
     def markers(self, i: int) -> list[Marker]:
         """The command drawn over the robot: an arrow along the heading it is told to hold (blue: walk, its
@@ -241,46 +235,28 @@ class WalkTask(RobotTask):
         return self.observe(), reward, self.fallen()
 
     def _reward(self, target: np.ndarray, prev_target: np.ndarray) -> np.ndarray:
-        """The weighted terms: two clock scores, and ten exp(-scale x size) terms whose sizes come from two
-        batched reductions (sums of absolute values, sums of squares), each over one concatenated array.
-        Written so because it runs for every env at every control step, and numpy's cost for a few envs is
-        per call, not per element: a few calls per term cost as much as the rest of the task's step."""
-        b, s, cmd, qvel = self.batch, self.s, self.command, self.batch.qvel
-        sole_vel = b.sensors[:, s.sole_vel]
-        speed = np.sqrt(np.add.reduceat(sole_vel * sole_vel, SOLE_VEL_STARTS, axis=1))
-        feet = np.concatenate([b.sensors[:, s.touch] * self._feet_scale[0], speed * self._feet_scale[1]], axis=1)
-        clocks = self.force_clock()[:, None, :] * FORCE_SPEED  # force clock, speed clock: (n, 2 terms, 2 feet)
-        scores = clock_score(clocks, clamp(feet, 0.0, 1.0).reshape(-1, 2, 2))
-        cos_sin = np.cos(self.heading[:, None] - COS_SIN)  # v_body: the root's velocity in its heading's frame
-        v_body = cos_sin[:, :1] * qvel[:, 0:2] + cos_sin[:, 1:] * qvel[:, 1::-1] * TURN
-        self.v_avg = (1.0 - self._alpha) * self.v_avg + self._alpha * v_body
-        height_err = np.abs(b.qpos[:, 2:3] - self.goal_height)
-        height_err *= height_err >= 0.01 + 0.05 * cmd[:, 1:2]  # within a tolerance, growing with the speed: none
-        changes = [b.torque - self.prev_torque, target - prev_target, qvel[:, 5:6] - cmd[:, 0:1]]
-        absolute = np.abs(np.concatenate([qvel[:, 3:6], b.root_acc, *changes], axis=1))
-        errors = [v_body - cmd[:, 1:3], (self.v_avg - cmd[:, 1:3]) * self._fine_scale, self.head_offset()]
-        legs = b.qpos[:, b.leg_q] - b.nominal_leg
-        squared = np.concatenate([*errors, legs, height_err, self.heading_error[:, None]], axis=1)
-        squared *= squared
-        sizes = np.concatenate(
-            [np.add.reduceat(absolute, self._abs_starts, axis=1), np.add.reduceat(squared, self._sq_starts, axis=1)],
-            axis=1,
-        )
-        sizes[:, YAW_RATE] **= 3
-        np.sqrt(sizes[:, NORMS], out=sizes[:, NORMS])
-        sizes *= self._exp_scales
-        terms = np.concatenate([scores, np.exp(sizes, out=sizes)], axis=1)
-        return np.einsum("ij,j->i", terms, self._term_weights)  # not `@`: see humanoid._euler_parts
+        """The weighted terms: two clock scores (each foot's force and speed against its clock), and ten
+        exp(-scale x size) terms, SIZES: root acceleration (angular velocity and linear acceleration, summed
+        absolute values), torque and action changes (the same), the yaw rate's error cubed, the velocity's and
+        the averaged velocity's squared errors, the head's offset over the root, the legs' distance from the
+        nominal pose, the height error beyond a tolerance, the heading error. Compiled: walk_kernels."""
+        b = self.batch
+        self._walk_reward(b.sensors, b.qpos, b.qvel, b.root_acc, b.torque, self.prev_torque, target, prev_target,
+                          self._mode_clock, self.mode, self.phase, self.command, self.heading, self.heading_error,
+                          self.v_avg, self.goal_height, self._sensor_at, self._leg_q, b.nominal_leg, self._scales,
+                          self._exp_scales, self._term_weights, self._reward_out)  # fmt: skip
+        return self._reward_out.copy()
 
     def _reward_tables(self) -> None:
-        """What `_reward` needs that never changes: where each size's entries start in its concatenation,
-        each size's scale (negated), and the weights in the order it computes the terms."""
-        c, legs = self.cfg, self.n_legs
-        self._feet_scale = (2.0 / self.weight, 5.0)  # half the weight: a stance; 0.2 m/s: a swing
-        self._alpha = c.control_dt / VELOCITY_AVERAGE_S
-        self._fine_scale = np.array([1.0 / c.velocity_scale, 1.0 / c.lateral_scale])
-        self._abs_starts = np.array([0, 6, 6 + legs, 6 + 2 * legs])  # root ang. vel. + acc., torque, action, yaw
-        self._sq_starts = np.array([0, 2, 4, 6, 6 + legs, 7 + legs])  # velocity, fine, head, legs, height, heading
+        """What `_reward` needs that never changes: where its sensors and legs are, its normalisers, each
+        size's scale (negated), and the weights in the order it computes the terms."""
+        c, legs, s = self.cfg, self.n_legs, self.s
+        self._sensor_at = np.array([s.sole_vel.start, s.touch.start, s.head_pos.start])
+        self._leg_q = np.asarray(self.batch.layout.leg_qpos, dtype=np.int64)
+        stance, swing = 2.0 / self.weight, 5.0  # touch x stance: 1 at half the weight; speed x swing: 1 at 0.2 m/s
+        alpha = c.control_dt / VELOCITY_AVERAGE_S
+        self._scales = np.array([stance, swing, alpha, 1.0 / c.velocity_scale, 1.0 / c.lateral_scale])
+        self._reward_out = np.empty(len(self.mode))
         scales = {"root_accel": 0.25, "torque_change": 0.25 / legs, "action_change": 5.0 / legs, "yaw_rate": 10.0,
                   "velocity": 10.0, "velocity_fine": 1.0, "upper_body": 10.0, "posture": 1.0, "height": 40.0,
                   "heading": 1.0 / c.heading_scale**2}  # fmt: skip
