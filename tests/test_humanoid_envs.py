@@ -153,6 +153,24 @@ def test_jvrc_walk_gait_clock_is_lhw_s():
     assert clock_score(clock, np.array([[1.0, 0.0]]))[0] == pytest.approx(-1.0)
 
 
+@pytest.mark.parametrize("swing, stance, dt, relax", [(0.75, 0.35, 0.025, 0.1), (0.4, 0.15, 0.025, 0.1),
+                                                      (0.35, 0.1, 0.02, 0.2), (0.5, 0.2, 0.01, 0.05)])  # fmt: skip
+def test_the_gait_clock_is_scipy_s_pchip_through_its_knots(swing, stance, dt, relax):
+    """The clock's pieces are written as smoothsteps (no scipy import per env); they are PCHIP's."""
+    from scipy.interpolate import PchipInterpolator
+
+    from ppolab.envs.gait_clock import clock_tables
+
+    table, _ = clock_tables(swing, stance, dt, relax)
+    bounds = np.cumsum([0.0, swing, stance, swing, stance]) / dt
+    knots = np.ravel([[a + (b - a) * relax, b - (b - a) * relax] for a, b in zip(bounds, bounds[1:])])
+    x = np.concatenate([knots - bounds[-1], knots, knots + bounds[-1]])
+    phases = np.arange(len(table), dtype=float)
+    for foot, values in enumerate([(-1, -1, 1, 1, 1, 1, 1, 1), (1, 1, 1, 1, -1, -1, 1, 1)]):
+        expected = np.clip(PchipInterpolator(x, np.tile(values, 3))(phases), -1, 1)
+        np.testing.assert_allclose(table[:, foot], expected, rtol=0, atol=1e-12)
+
+
 def test_jvrc_model_is_lhw_s_servo_and_joint_model():
     env = make_env("jvrc_walk", 1)
     m = env.model
