@@ -133,6 +133,15 @@ class WalkTask(RobotTask):
         self.layout = self.observation_layout([("clock", 2), ("mode", 3), ("command", 3)])
         self.obs_dim, self.act_dim = self.layout["command"].stop, self.n_legs
         self.symmetry = self.mirrored(list(range(8)), [-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
+        self._load_kernels()
+
+    def _load_kernels(self) -> None:
+        """Run the compiled kernels once now: numba's first call in a process costs about 0.4 s (its cache
+        loaded, its types set up); made here, before a sampler forks its workers, they inherit it done."""
+        v_avg = self.v_avg.copy()
+        self._update_command()
+        self._reward(self.batch.prev_action, self.batch.prev_action)
+        self.v_avg[:] = v_avg  # the reward's running average, as it was: nothing of this call stays
 
     # -- commands ---------------------------------------------------------------
     def _set_mode(self, i: int, mode: int, rng: np.random.Generator) -> None:
