@@ -235,9 +235,9 @@ def test_the_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, monk
     H1Env(1)
     entries = list((tmp_path / "models").glob("robot-h1-*.mjb"))
     assert len(entries) == 1
-    stamp = entries[0].stat().st_mtime_ns
+    stamp = (entries[0].stat().st_ino, entries[0].read_bytes())
     H1Env(1)
-    assert entries[0].stat().st_mtime_ns == stamp  # read, not rewritten
+    assert (entries[0].stat().st_ino, entries[0].read_bytes()) == stamp  # read, not rewritten
     entries[0].write_bytes(b"garbage")
     env = H1Env(1)
     assert env.model.nq == 26
@@ -247,6 +247,42 @@ def test_the_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, monk
     H1Env(1, H1Config(kp={"hip": 150.0, "knee": 300.0, "ankle": 40.0, "torso": 300.0, "shoulder": 100.0,
                           "elbow": 100.0}))  # fmt: skip
     assert len(list((tmp_path / "models").glob("robot-h1-*.mjb"))) == 2
+
+
+def test_the_model_cache_keeps_each_model_s_most_recently_used_entries_only(tmp_path, monkeypatch):
+    """Every setting that changes a model (and every ppolab version) makes a new entry: a name keeps its KEEP
+    most recently used ones; a file that is not one of its entries is never touched."""
+    import os
+
+    from ppolab.envs import model_cache
+
+    monkeypatch.setenv("PPOLAB_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "models"
+    folder.mkdir()
+    others = [folder / "robot-box-notes.txt", folder / ("robot-boxer-" + "a" * 24 + "-" + "b" * 16 + ".mjb")]
+    for path in others:
+        path.write_text("not robot-box's")
+
+    def build(size: float) -> mujoco.MjModel:
+        return mujoco.MjModel.from_xml_string(f"<mujoco><worldbody><geom size='{size}'/></worldbody></mujoco>")
+
+    def entry(size: float):
+        (path,) = [p for p in folder.glob("robot-box-*.mjb") if model_cache.content_key(
+            "robot-box", [], build, {"size": size}) in p.name]  # fmt: skip
+        return path
+
+    sizes = [0.1 * (k + 1) for k in range(model_cache.KEEP + 2)]
+    for k, size in enumerate(sizes[: model_cache.KEEP]):
+        model_cache.load_or_build("robot-box", [], build, {"size": size})
+        os.utime(entry(size), ns=(k * 10**9, k * 10**9))  # used in this order, a second apart
+    model_cache.load_or_build("robot-box", [], build, {"size": sizes[0]})  # the oldest is used again
+    for size in sizes[model_cache.KEEP :]:
+        model_cache.load_or_build("robot-box", [], build, {"size": size})
+    kept = {p.name for p in folder.glob("robot-box-*.mjb")}
+    assert len(kept) == model_cache.KEEP
+    assert entry(sizes[0]).name in kept  # used again: kept
+    assert not any(model_cache.content_key("robot-box", [], build, {"size": s}) in n for s in sizes[1:3] for n in kept)
+    assert all(path.read_text() == "not robot-box's" for path in others)
 
 
 def test_yaml_overrides_merge_into_the_defaults_and_unknown_keys_are_refused(tmp_path):

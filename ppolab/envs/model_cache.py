@@ -6,7 +6,10 @@ key is a hash of everything the model is made from: the source files' bytes,
 the builder's own code and its parameters. A changed input gives a new key, so
 a stale entry is never read. Entries are written to a temp file and renamed,
 and carry their own checksum in the name, so a truncated or corrupt file is
-detected, discarded and rebuilt.
+detected, discarded and rebuilt. Each name keeps its KEEP most recently used
+entries: a new key comes with every ppolab upgrade and with every setting that
+changes the model, and a robot with meshes is hundreds of MB (Apollo's: 258 MB),
+so an unpruned cache grew by gigabytes in two days of development here.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,6 +28,7 @@ from typing import Any
 import mujoco
 
 FORMAT = "1"
+KEEP = 4  # entries per model name, the most recently used (read or written) first
 
 
 def cache_dir() -> Path:
@@ -69,12 +74,18 @@ def load_or_build(
     key = content_key(name, sources, builder, params)
     folder = cache_dir()
     for path in folder.glob(f"{name}-{key}-*.mjb"):
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:  # pruned by another process meanwhile: build it
+            continue
         if hashlib.sha256(data).hexdigest()[:16] == path.stem.rsplit("-", 1)[-1]:
             try:
-                return mujoco.MjModel.from_binary_path(str(path))
-            except Exception:  # written by another MuJoCo build, say: rebuild
+                model = mujoco.MjModel.from_binary_path(str(path))
+            except Exception:  # written by another MuJoCo build, or pruned meanwhile: rebuild
                 pass
+            else:
+                _mark_used(path)
+                return model
         path.unlink(missing_ok=True)  # corrupt: rebuild below
     model = builder(**params)
     tmp: str | None = None
@@ -85,7 +96,31 @@ def load_or_build(
         mujoco.mj_saveModel(model, tmp, None)
         digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()[:16]
         os.replace(tmp, folder / f"{name}-{key}-{digest}.mjb")
+        prune(folder, name)
     except OSError:  # a read-only cache folder: build every time, never fail because of the cache
         if tmp:
             Path(tmp).unlink(missing_ok=True)
     return model
+
+
+def _mark_used(path: Path) -> None:
+    """An entry's modification time is its last use: what `prune` keeps."""
+    try:
+        os.utime(path)
+    except OSError:  # a read-only cache: nothing is pruned there either
+        pass
+
+
+def prune(folder: Path, name: str, keep: int = KEEP) -> None:
+    """Remove all but the `keep` most recently used entries of this model name (only files named as ppolab
+    names its entries: NAME-KEY-DIGEST.mjb)."""
+    mine = re.compile(re.escape(name) + r"-[0-9a-f]{24}-[0-9a-f]{16}\.mjb")
+    entries = []
+    for path in folder.iterdir():
+        if mine.fullmatch(path.name):
+            try:
+                entries.append((path.stat().st_mtime_ns, path))
+            except FileNotFoundError:  # pruned by another process meanwhile
+                continue
+    for _, path in sorted(entries, reverse=True)[keep:]:
+        path.unlink(missing_ok=True)
