@@ -38,15 +38,9 @@ MODES = ("standing", "in_place", "forward")
 ONE_HOT = np.eye(3)
 SWITCH_BLOCK = 128  # steps of mode-switch draws an env's generator fills at once
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
-SOLE_VEL_STARTS = np.array([0, 3])  # where the right and the left sole's velocity start in the sensors' sole_vel slice
-FORCE_SPEED = np.array([[1.0], [-1.0]])  # the speed clock is the force clock negated
-COS_SIN = np.array([0.0, np.pi / 2])  # cos(h - pi/2) = sin(h)
-TURN = np.array([1.0, -1.0])  # (vx, vy) into the heading's frame: (c vx + s vy, c vy - s vx)
-# the exp terms in the order `WalkTask._reward` computes their sizes: the yaw rate's is a cube, two are norms
+# the exp terms in the order walk_kernels.walk_reward computes their sizes: the yaw rate's is a cube, two are norms
 SIZES = ("root_accel", "torque_change", "action_change", "yaw_rate", "velocity", "velocity_fine", "upper_body",
          "posture", "height", "heading")  # fmt: skip
-YAW_RATE = SIZES.index("yaw_rate")
-NORMS = slice(SIZES.index("upper_body"), SIZES.index("posture") + 1)
 
 
 class WalkRewards(BaseModel):
