@@ -2,19 +2,22 @@
 
 Why compiled: the task runs for every env at every control step, and in numpy its cost is per call, not per
 element. Batched as far as numpy goes (two reductions for ten terms), the command and the reward still took
-about a hundred calls a batch step: 120-160 us for 6 envs against about 1.2 ms of `mj_step`, a fifth of a
+dozens of calls a batch step: 120-160 us for 6 envs against about 1.2 ms of `mj_step`, a tenth of a
 sampling process's time (benchmarks/README.md, "Humanoid sampling speed"). One compiled loop does the same in
 a few microseconds. Each env is computed on its own, in a fixed order, so a row's result never depends on
 how many envs a process steps (a seed's metrics do not depend on the core count).
 
-numba compiles on first use and keeps the machine code in a cache (`cache=True`: beside this file, or in the
-user's cache folder where this one is read-only), so a new process loads it in milliseconds. The terms are
+numba compiles on first use and keeps the machine code in a cache (beside this file, or in the user's cache
+folder where this one is read-only; see `compiled`): a new process loads it in about 0.4 s of numba's own
+start-up instead of compiling for 1.5 s, once, before a sampler forks its workers. The terms are
 defined in `WalkTask`'s docstrings; tests/test_humanoid_envs.py checks each against its own numpy expression.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -22,17 +25,26 @@ from numba import njit
 STANDING, FORWARD = 0, 2  # walk.py's modes (not imported: walk.py imports this module)
 
 
-@njit(cache=True)
+def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`njit` with its machine code cached on disk where numba finds a writable folder; where it finds none
+    (a read-only install and a read-only home: numba refuses `cache=True` then), compiled in each process."""
+    try:
+        return njit(cache=True)(fn)
+    except RuntimeError:
+        return njit(fn)
+
+
+@compiled
 def _wrap(angle: float) -> float:
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
-@njit(cache=True)
+@compiled
 def _clamp(x: float, limit: float) -> float:
     return min(max(x, -limit), limit)
 
 
-@njit(cache=True)
+@compiled
 def walk_command(
     qpos: np.ndarray, mode: np.ndarray, rate: np.ndarray, velocity: np.ndarray, heading_ref: np.ndarray,
     line_origin: np.ndarray, heading_gain: float, heading_limit: float, heading_standing: bool,
@@ -58,13 +70,13 @@ def walk_command(
         heading_error[i] = error
 
 
-@njit(cache=True)
+@compiled
 def _clock_score(clock: float, value: float) -> float:
     """gait_clock.clock_score for one foot: +1 when the normalised value is what the clock asks for."""
     return math.tan(0.25 * math.pi * clock * (2.0 * min(max(value, 0.0), 1.0) - 1.0))
 
 
-@njit(cache=True)
+@compiled
 def walk_reward(
     sensors: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, root_acc: np.ndarray, torque: np.ndarray,
     prev_torque: np.ndarray, target: np.ndarray, prev_target: np.ndarray, mode_clock: np.ndarray,
