@@ -110,8 +110,8 @@ def test_every_shipped_policy_plays_to_video_from_the_clone(name, tmp_path):
     import numpy as np
 
     video = tmp_path / f"{name}.mp4"
-    proc = run_ppolab("eval", "--path", str(PRETRAINED / name), "--episodes", "1", "--max-steps", "15",
+    proc = run_ppolab("eval", "--path", str(PRETRAINED / name), "--episodes", "1", "--max-steps", "6",
                       "--video", str(video))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    frames = iio.imread(video)
-    assert frames.shape[0] == 15 and frames[0].std() > 5 and not np.array_equal(frames[0], frames[-1])
+    frames = iio.imread(video)  # software rendering: 50-140 ms a frame here, so a few frames
+    assert frames.shape[0] == 6 and frames[0].std() > 5 and not np.array_equal(frames[0], frames[-1])
