@@ -392,3 +392,27 @@ def test_importances_wait_for_trials_that_differ_in_outcome_not_only_in_settings
     for k in range(6, 10):
         add(-100.0 * k, k)
     assert set(importances(study)) == {"lr", "epochs"}
+
+
+def test_a_study_file_replaced_while_the_study_runs_is_one_line_that_says_to_run_again(tmp_path):
+    """What `git stash` or a sync tool does to a study's database under a running `ppolab tune`: the file is
+    replaced by a copy. SQLite refuses the next write through the old connection; that is one line saying to
+    run the same command again (which reads the new file: nothing written before is lost)."""
+    import shutil
+
+    from ppolab.experiments.tune.study import storage_errors
+
+    db = tmp_path / "s.db"
+    storage = f"sqlite:///{db}"
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    study.add_trial(optuna.trial.create_trial(params={"lr": 1e-3}, distributions={"lr": lr}, value=1.0))
+    shutil.copy(db, tmp_path / "copy.db")
+    os.replace(tmp_path / "copy.db", db)
+    with pytest.raises(UserError) as err, storage_errors(storage):
+        study.add_trial(optuna.trial.create_trial(params={"lr": 2e-3}, distributions={"lr": lr}, value=2.0))
+    assert str(err.value).startswith(f"--storage {storage}: cannot read it (")
+    assert str(err.value).endswith(
+        "the file was replaced or made read-only while the study ran: run the same command again"
+    )
+    assert [t.value for t in optuna.load_study(study_name="s", storage=storage).trials] == [1.0]

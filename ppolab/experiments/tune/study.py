@@ -104,8 +104,13 @@ def quiet_optuna() -> Iterator[None]:
 def _unreadable(storage: str, exc: BaseException) -> UserError:
     """The one line for a storage that cannot be read, with what to do about it."""
     cause = exc.__cause__ or exc  # Optuna wraps SQLAlchemy's error, which says what is wrong
-    fix = "; restore the file from a backup, or name another --study" if storage.startswith("sqlite:") else ""
-    return UserError(f"--storage {storage}: cannot read it ({str(cause).splitlines()[0]}){fix}")
+    first = str(cause).splitlines()[0]
+    fix = ""
+    if storage.startswith("sqlite:") and "readonly database" in first:  # replaced or made read-only meanwhile
+        fix = "; the file was replaced or made read-only while the study ran: run the same command again"
+    elif storage.startswith("sqlite:"):
+        fix = "; restore the file from a backup, or name another --study"
+    return UserError(f"--storage {storage}: cannot read it ({first}){fix}")
 
 
 @contextmanager
