@@ -34,12 +34,12 @@ def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
         return njit(fn)
 
 
-@compiled
+@njit(inline="always")  # inlined into the kernels: no symbol of its own to cache
 def _wrap(angle: float) -> float:
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
-@compiled
+@njit(inline="always")  # inlined into the kernels: no symbol of its own to cache
 def _clamp(x: float, limit: float) -> float:
     return min(max(x, -limit), limit)
 
@@ -70,7 +70,7 @@ def walk_command(
         heading_error[i] = error
 
 
-@compiled
+@njit(inline="always")  # inlined into the kernels: no symbol of its own to cache
 def _clock_score(clock: float, value: float) -> float:
     """gait_clock.clock_score for one foot: +1 when the normalised value is what the clock asks for."""
     return math.tan(0.25 * math.pi * clock * (2.0 * min(max(value, 0.0), 1.0) - 1.0))
