@@ -65,6 +65,19 @@ def test_seeds_and_grids_expand_to_named_runs(tmp_path):
     ]
 
 
+def test_order_seeds_runs_every_configuration_of_a_seed_before_the_next_seed(tmp_path):
+    """For a metric that is a time: a drift of the machine's load (or a sweep continued elsewhere) then falls
+    on every configuration alike. Within a seed, the file's order; a run's own seeds count as well."""
+    text = GOOD.replace("runs:\n", "seeds: [3, 1]\norder: seeds\nruns:\n") + "    seeds: [2, 3]\n"
+    d = write(tmp_path, text)
+    names = [p.name for p in expand(load_sweep(d), d)]
+    assert names == ["control-s3", "gamma0995-s3", "control-s1", "gamma0995-s2"]  # seeds as the file first names them
+    d = write(tmp_path, GOOD.replace("runs:\n", "seeds: [1, 2]\norder: randomly\nruns:\n"))
+    with pytest.raises(UserError) as err:
+        load_sweep(d)
+    assert ":9: order: Input should be 'runs' or 'seeds'" in str(err.value)
+
+
 @pytest.mark.parametrize("given", ["[1, 2, 3]", "3", '"1-3"', '"1,2,3"'])
 def test_sweep_file_seeds_take_the_command_line_forms(tmp_path, given):
     d = write(tmp_path, GOOD.replace("runs:\n", f"seeds: {given}\nruns:\n"))

@@ -70,7 +70,8 @@ def _tag(value: Any) -> str:
 
 
 def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
-    """Every job of the sweep, in file order, grid values then seeds innermost."""
+    """Every job of the sweep, in file order, grid values then seeds innermost; with `order: seeds`, seed by
+    seed (the same order within each seed)."""
     planned: list[PlannedRun] = []
     for key, run in spec.runs.items():
         seeds = run.seeds if run.seeds is not None else spec.seeds
@@ -99,6 +100,11 @@ def expand(spec: SweepSpec, sweep_dir: Path) -> list[PlannedRun]:
                         resources=(run.resources or spec.resources).model_dump(),
                     )
                 )
+    if spec.order == "seeds":
+        rank: dict[Any, int] = {}
+        for r in planned:  # seeds in the order the file first names them
+            rank.setdefault(r.config.get("seed"), len(rank))
+        planned.sort(key=lambda r: rank[r.config.get("seed")])  # stable: file order within a seed
     return planned
 
 

@@ -6,6 +6,7 @@
       experiment_tag_prefix: "gamma-ablation"
     defaults: {env: cartpole, n_itr: 300}   # `ppolab train` flags in snake_case, for every run
     seeds: [1, 2]                  # optional: every run once per seed (a run may set its own); also 3 (1..3) or "4-6"
+    order: runs                    # optional: runs (each run's seeds in turn: the default) or seeds (seed by seed)
     timeout: 3600                  # optional: seconds a run may take before it is stopped
     resources: {num_cpus: 2, num_gpus: 0}   # optional, per run: what --executor ray reserves for it
     runs:
@@ -96,6 +97,12 @@ class RunSpec(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     seeds: Seeds | None = None
+    order: Literal["runs", "seeds"] = Field(
+        "runs",
+        description="runs: each run's seeds one after the other; seeds: every run of the first seed, then of the "
+        "next: a drift of the machine's load over hours (or a sweep continued on another machine) then falls on "
+        "every configuration alike, which matters when the metric is a time (time_to_pass)",
+    )
     timeout: float | None = Field(None, gt=0)
     resources: Resources | None = None
 
@@ -105,6 +112,12 @@ class SweepSpec(BaseModel):
     metadata: Metadata
     defaults: dict[str, Any] = Field(default_factory=dict)
     seeds: Seeds | None = None
+    order: Literal["runs", "seeds"] = Field(
+        "runs",
+        description="runs: each run's seeds one after the other; seeds: every run of the first seed, then of the "
+        "next: a drift of the machine's load over hours (or a sweep continued on another machine) then falls on "
+        "every configuration alike, which matters when the metric is a time (time_to_pass)",
+    )
     timeout: float | None = Field(None, gt=0)
     resources: Resources = Field(default_factory=Resources)
     runs: dict[str, RunSpec] = Field(min_length=1)
