@@ -416,3 +416,24 @@ def test_a_study_file_replaced_while_the_study_runs_is_one_line_that_says_to_run
         "the file was replaced or made read-only while the study ran: run the same command again"
     )
     assert [t.value for t in optuna.load_study(study_name="s", storage=storage).trials] == [1.0]
+
+
+@pytest.mark.parametrize("metric, judged_by", [("time_to_pass", "time_to_pass"), ("peak_eval", "final_reward")])
+def test_the_confirmation_sweep_judges_by_the_study_s_metric_seed_by_seed(tmp_path, metric, judged_by):
+    """A study that ranked trials by time to pass is confirmed on time to pass (not on final reward), its
+    defaults and best runs alternating seed by seed; a metric a sweep cannot judge by falls back to its own."""
+    from ppolab.experiments.plan import expand
+    from ppolab.experiments.quick import write_sweep
+    from ppolab.experiments.spec import load_sweep
+    from ppolab.experiments.tune.report import confirm_doc
+
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    study = optuna.create_study(direction="maximize")
+    study.add_trial(optuna.trial.create_trial(params={"lr": 1e-3}, distributions={"lr": lr}, value=-600.0))
+    settings = {"envs": ["h1"], "seeds": [1], "fixed": {"n_itr": 5}, "train_flags": {"check_every": 1},
+                "metric": metric}  # fmt: skip
+    confirm = write_sweep(tmp_path, "confirm", confirm_doc(study, settings))  # as the study writes it
+    spec = load_sweep(confirm)
+    assert spec.metadata.metric == judged_by
+    names = [p.name for p in expand(spec, confirm)]
+    assert names[:4] == ["defaults-s2", "best-s2", "defaults-s3", "best-s3"]

@@ -97,12 +97,6 @@ class RunSpec(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     seeds: Seeds | None = None
-    order: Literal["runs", "seeds"] = Field(
-        "runs",
-        description="runs: each run's seeds one after the other; seeds: every run of the first seed, then of the "
-        "next: a drift of the machine's load over hours (or a sweep continued on another machine) then falls on "
-        "every configuration alike, which matters when the metric is a time (time_to_pass)",
-    )
     timeout: float | None = Field(None, gt=0)
     resources: Resources | None = None
 

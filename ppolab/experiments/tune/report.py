@@ -21,6 +21,7 @@ from ppolab.util.files import atomic_write_text
 from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
+CONFIRMABLE = ("final_reward", "time_to_pass", "steps_to_pass")  # the metrics a sweep judges by
 MIN_TRIALS, MIN_OUTCOMES = 5, 3  # complete trials, and different values among them, to judge importances
 NEVER_PASSED = 1e9  # a time (steps) to pass study: every run that never passed scores below -NEVER_PASSED
 
@@ -116,7 +117,8 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
 
 
 def confirm_doc(study: optuna.Study, settings: dict[str, Any]) -> dict[str, Any]:
-    """A sweep: defaults against the best values, on fresh seeds, for every env of the study."""
+    """A sweep: defaults against the best values, on fresh seeds, for every env of the study, judged by the
+    study's metric where a sweep can judge by it (peak_eval: a sweep compares final reward)."""
     best = study.best_trial
     envs: list[str] = settings["envs"]
     first = max(settings["seeds"]) + 1
@@ -134,9 +136,11 @@ def confirm_doc(study: optuna.Study, settings: dict[str, Any]) -> dict[str, Any]
             "description": f"Confirms trial {best.number} of tuning study {study.study_name} ({shown})",
             "hypothesis": f"the tuned values beat the defaults on fresh seeds {seeds[0]}-{seeds[-1]}",
             "experiment_tag_prefix": f"{study.study_name}-confirm",
+            **({"metric": settings["metric"]} if settings["metric"] in CONFIRMABLE else {}),
         },
         "defaults": {"env": envs[0], **settings["fixed"], **settings["train_flags"]},
         "seeds": seeds,
+        "order": "seeds",  # each seed's defaults and best run one after the other: the machine's drift hits both
         "runs": runs,
     }
 
