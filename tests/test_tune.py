@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -187,9 +188,10 @@ def test_a_trial_of_another_machine_that_stops_beating_is_failed_and_run_again(t
     other = run_ppolab(*base, "--n-trials", "3", "--seeds", "2", cwd=tmp_path, env=env)
     assert other.returncode == 2
     assert other.stderr.startswith("ppolab tune: error: study 'hb' was started with other seeds ([1])")
-    (tmp_path / "experiments/tune/hb/report.md").unlink()
+    shutil.rmtree(tmp_path / "experiments/tune/hb")  # the database alone, as on another machine's checkout
     as_json = run_ppolab("tune", "--study", "hb", "--report", "--json", cwd=tmp_path, env=env)
-    assert as_json.returncode == 0 and (tmp_path / "experiments/tune/hb/report.md").exists()
+    assert as_json.returncode == 0, as_json.stderr
+    assert (tmp_path / "experiments/tune/hb/report.md").exists() and (tmp_path / "experiments/tune/hb/confirm").is_dir()
     assert "2 complete" in (tmp_path / "experiments/tune/hb/report.md").read_text()
     assert len(optuna.load_study(study_name="hb", storage=url).trials) == 3  # no trial added
     data = json.loads(as_json.stdout)
@@ -398,7 +400,6 @@ def test_a_study_file_replaced_while_the_study_runs_is_one_line_that_says_to_run
     """What `git stash` or a sync tool does to a study's database under a running `ppolab tune`: the file is
     replaced by a copy. SQLite refuses the next write through the old connection; that is one line saying to
     run the same command again (which reads the new file: nothing written before is lost)."""
-    import shutil
 
     from ppolab.experiments.tune.study import storage_errors
 

@@ -146,7 +146,9 @@ def confirm_doc(study: optuna.Study, settings: dict[str, Any]) -> dict[str, Any]
 
 
 def write_outputs(study: optuna.Study, study_dir: Path) -> dict[str, Path | None]:
-    """report.md, history.png and confirm/sweep.yaml; the confirm sweep is kept once it has run."""
+    """report.md, history.png and confirm/sweep.yaml; the confirm sweep is kept once it has run. The folder
+    is made if missing: a study's database may come without it (shared storage, a fresh checkout)."""
+    study_dir.mkdir(parents=True, exist_ok=True)
     settings = study.user_attrs["settings"]
     counts = {s.name.lower(): len(study.get_trials(deepcopy=False, states=(s,))) for s in TrialState}
     lines = [
