@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-STANDING, FORWARD = 0, 2  # walk.py's modes (not imported: walk.py imports this module)
+from ppolab.envs.walk import FORWARD, STANDING  # walk.py imports this module only once it is loaded
 
 
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
