@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ppolab.envs.walk import FORWARD, STANDING  # walk.py imports this module only once it is loaded
+STANDING, FORWARD = 0, 2  # walk.py's modes (not imported: walk.py imports this module)
 
 
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
