@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-STANDING, FORWARD = 0, 2  # walk.py's modes (not imported: walk.py imports this module)
+STANDING, FORWARD = 0, 2  # walk.py's modes, not imported from it: walk.py imports this module (lazily, to keep
+# numba out of commands that build no walker), and the layers allow no import cycle
 
 
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
