@@ -520,10 +520,10 @@ def test_the_floor_grips_whatever_the_robot_model_s_own_defaults():
     """Menagerie's Apollo makes every geom frictionless (condim 1) and pairs its feet with its scene's floor
     explicitly; a robot file drops the pairs, and ppolab's floor must not take the model's defaults: the soles'
     contacts have friction, and a standing robot pushed with a tenth of its weight does not slide."""
-    from ppolab.envs import TASKS, robot_file
+    from ppolab.envs import robot_file, task_classes
     from ppolab.envs.robot_task import task_env
 
-    cls = task_env(TASKS["walk"], robot_file.read(REPO / "examples" / "robots" / "apollo.yaml"))
+    cls = task_env(task_classes()["walk"], robot_file.read(REPO / "examples" / "robots" / "apollo.yaml"))
     env = cls(1, cls.Config(randomization={"enabled": False}, init_joint_noise=0.0, init_tilt=0.0, init_lift=0.0))
     env.reset_one(0, np.random.default_rng(0))
     b = env.batch

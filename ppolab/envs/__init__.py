@@ -14,24 +14,83 @@ import os
 # ppolab renders headless (evaluation videos): EGL needs no display. It must be chosen before mujoco is imported.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from typing import Any  # noqa: E402
+from collections.abc import Callable, Iterator, MutableMapping  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from ppolab.envs import robot_file  # noqa: E402
-from ppolab.envs.cartpole import CartpoleEnv  # noqa: E402
-from ppolab.envs.h1 import H1Env  # noqa: E402
-from ppolab.envs.protocol import BatchEnv  # noqa: E402
-from ppolab.envs.robot_task import RobotTask, task_env  # noqa: E402
-from ppolab.envs.stand import StandTask  # noqa: E402
-from ppolab.envs.step import StepTask  # noqa: E402
-from ppolab.envs.walk import WalkTask  # noqa: E402
 from ppolab.errors import UserError  # noqa: E402
 
-TASKS: dict[str, type[RobotTask]] = {"walk": WalkTask, "stand": StandTask, "step": StepTask}
-ENVS: dict[str, type[BatchEnv]] = {"cartpole": CartpoleEnv, "h1": H1Env}
-for _robot in robot_file.shipped():
-    for _task in TASKS.values():
-        _cls = task_env(_task, robot_file.shipped_robot(_robot))
-        ENVS[_cls.name] = _cls
+if TYPE_CHECKING:
+    from ppolab.envs.protocol import BatchEnv
+    from ppolab.envs.robot_task import RobotTask
+
+
+def task_classes() -> dict[str, type[RobotTask]]:
+    """The tasks that run on any robot file, by name (`robot_file.TASKS`)."""
+    from ppolab.envs.stand import StandTask
+    from ppolab.envs.step import StepTask
+    from ppolab.envs.walk import WalkTask
+
+    return {"walk": WalkTask, "stand": StandTask, "step": StepTask}
+
+
+def _cartpole() -> type[BatchEnv]:
+    from ppolab.envs.cartpole import CartpoleEnv
+
+    return CartpoleEnv
+
+
+def _h1() -> type[BatchEnv]:
+    from ppolab.envs.h1 import H1Env
+
+    return H1Env
+
+
+def _shipped(robot: str, task: str) -> Callable[[], type[BatchEnv]]:
+    def build() -> type[BatchEnv]:
+        from ppolab.envs.robot_task import task_env
+
+        return task_env(task_classes()[task], robot_file.shipped_robot(robot))
+
+    return build
+
+
+class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
+    """Every env by name. The names come from the robot files alone; a class is made (MuJoCo imported, the robot's
+    YAML read) the first time it is looked up. So the commands that only name
+    envs (sweep, report, slurm, matrix...) start in a fraction of the time."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, type[BatchEnv]] = {}
+        self._makers: dict[str, Callable[[], type[BatchEnv]]] = {"cartpole": _cartpole, "h1": _h1}
+        for robot in robot_file.shipped():
+            for task in robot_file.TASKS:
+                self._makers[f"{robot}_{task}"] = _shipped(robot, task)
+
+    def __getitem__(self, name: str) -> type[BatchEnv]:
+        if name not in self._made:
+            self._made[name] = self._makers[name]()  # KeyError for an unknown name, as a dict
+        return self._made[name]
+
+    def __setitem__(self, name: str, cls: type[BatchEnv]) -> None:
+        self._made[name] = cls
+        self._makers.setdefault(name, lambda: cls)
+
+    def __delitem__(self, name: str) -> None:
+        self._made.pop(name, None)
+        del self._makers[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._makers
+
+
+ENVS = EnvRegistry()
 USER_ROBOT_KEY = "robot"  # a user robot's env config carries its robot file here
 
 
@@ -39,12 +98,16 @@ def register_robot(file: robot_file.RobotFile) -> list[str]:
     """The envs of a user's robot file, added to ENVS (a shipped robot's name is refused: rename it)."""
     if file.name in robot_file.shipped() or file.name in ENVS:
         raise UserError(f"{file.where('name')}: {file.name!r} is a shipped robot or env; give yours another name")
-    names = []
-    for task in TASKS.values():
-        cls = task_env(task, file, embed=True)
+    for cls in _user_robot_envs(file):
         ENVS[cls.name] = cls
-        names.append(cls.name)
-    return names
+    return [f"{file.name}_{task}" for task in robot_file.TASKS]
+
+
+def _user_robot_envs(file: robot_file.RobotFile) -> list[type[RobotTask]]:
+    """Each task on a user's robot file, the file embedded in the config (a run carries its robot)."""
+    from ppolab.envs.robot_task import task_env
+
+    return [task_env(task, file, embed=True) for task in task_classes().values()]
 
 
 def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchEnv]:
@@ -53,8 +116,7 @@ def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchE
         data = overrides[USER_ROBOT_KEY]
         file = robot_file.parse(data, robot_file.Path(str(data.get("source") or "robot file")))
         if f"{file.name}_" + name.rsplit("_", 1)[-1] == name and file.name not in robot_file.shipped():
-            for task in TASKS.values():
-                cls = task_env(task, file, embed=True)
+            for cls in _user_robot_envs(file):
                 ENVS.setdefault(cls.name, cls)
     try:
         return ENVS[name]

@@ -4,11 +4,12 @@ together, and what it can do besides (declared here, so that no caller has to pr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-import mujoco
-import numpy as np
-from pydantic import BaseModel
+if TYPE_CHECKING:  # annotations only: naming an env must not import MuJoCo
+    import mujoco
+    import numpy as np
+    from pydantic import BaseModel
 
 
 @dataclass(frozen=True)

@@ -121,12 +121,12 @@ def _stand(env: RobotTask, harness: bool, hold: bool = True) -> dict:
 
 def check(file: RobotFile, picture: Path | None) -> dict:
     """Every check's figures and a `passed` verdict (the model builds, or a UserError names what is wrong)."""
-    from ppolab.envs import ENVS, TASKS
+    from ppolab.envs import ENVS, task_classes
     from ppolab.envs.robot_task import task_env
 
-    cls = ENVS.get(f"{file.name}_walk") if ENVS.get(f"{file.name}_walk", None) is not None else None
+    cls = ENVS.get(f"{file.name}_walk")
     if cls is None or cls.robot_file != file:
-        cls = task_env(TASKS["walk"], file)
+        cls = task_env(task_classes()["walk"], file)
     quiet = {"randomization": {"enabled": False}, "init_joint_noise": 0.0, "init_tilt": 0.0, "init_lift": 0.0}
     # the robot's own gains and nominal pose, not a task's (h1's walking task takes LHW's softer gains and pose)
     env = cls(1, cls.Config(**quiet, kp=file.gains.kp, kd=file.gains.kd, nominal_pose={}))
