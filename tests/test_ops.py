@@ -8,6 +8,7 @@ from conftest import (
     AWS_ID,
     AWS_SECRET,
     HF_SECRET,
+    REPO,
     SECRETS,
     TINY,
     WANDB_SECRET,
@@ -83,15 +84,19 @@ def test_repro_prints_what_reproduces_a_run_and_run_gives_the_same_metrics(train
     assert without_timings(read_metrics(new)) == without_timings(read_metrics(trained_run))
 
 
-def test_doctor_and_help_start_without_importing_torch(tmp_path):
-    """They answer in about a second: torch (3-5 s to import here) is only loaded by commands that train."""
+def test_doctor_help_and_a_sweep_plan_start_without_importing_torch_or_mujoco(tmp_path):
+    """They answer in about a second: torch (3-5 s to import here) is only loaded by commands that train, and
+    MuJoCo (with the env classes) only by those that step an env; naming an env does not need it."""
     import subprocess
     import sys
 
-    for args in (["doctor"], ["--help"], ["sweep", "--help"]):
+    plan = ["sweep", str(REPO / "experiments" / "sweeps" / "example"), "--dry-run"]
+    for args in (["doctor"], ["--help"], ["sweep", "--help"], plan):
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "ppolab", *args],
             capture_output=True, text=True, env=clean_env(tmp_path), timeout=120,
         )  # fmt: skip
         imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
         assert proc.returncode in (0, 1) and "torch" not in imported and "scipy" not in imported, args
+        if args != ["doctor"]:  # doctor reports MuJoCo's version and rendering
+            assert "mujoco" not in imported and "ppolab.envs.walk" not in imported, args
