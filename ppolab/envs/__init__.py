@@ -56,9 +56,9 @@ def _shipped(robot: str, task: str) -> Callable[[], type[BatchEnv]]:
 
 
 class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
-    """Every env by name. The names come from the robot files alone; a class is made (MuJoCo imported, the robot's
-    YAML read) the first time it is looked up. So the commands that only name
-    envs (sweep, report, slurm, matrix...) start in a fraction of the time."""
+    """Every env by name. The names come from the robot files alone; a class is made (MuJoCo imported, the
+    robot's YAML read) the first time it is looked up, so the commands that only name envs (sweep, report,
+    slurm, matrix...) start in a fraction of the time."""
 
     def __init__(self) -> None:
         self._made: dict[str, type[BatchEnv]] = {}
