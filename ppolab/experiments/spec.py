@@ -66,6 +66,9 @@ NAME = RUN_NAME  # a run name is a folder name
 NOT_IN_SWEEPS = {"logdir", "run_name"}  # set per run by the runner, not by the file
 
 
+SweepMetric = Literal["final_reward", "time_to_pass", "steps_to_pass"]  # what a sweep's verdict can compare
+
+
 class Metadata(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str
@@ -75,7 +78,7 @@ class Metadata(BaseModel):
     min_effect: float | None = Field(
         None, gt=0, description="smallest difference in final reward worth finding (power and equivalence tests)"
     )
-    metric: Literal["final_reward", "time_to_pass", "steps_to_pass"] = Field(
+    metric: SweepMetric = Field(
         "final_reward",
         description="what the verdict compares: the final mean reward, or how soon the runs' behaviour checks first "
         "pass (time_to_pass, steps_to_pass: the runs need check_every; a run that never passes is censored)",

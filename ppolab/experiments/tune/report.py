@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import optuna
 import yaml
@@ -17,11 +17,12 @@ from optuna.trial import TrialState
 
 from ppolab.errors import UserError
 from ppolab.experiments.quick import write_sweep
+from ppolab.experiments.spec import SweepMetric
 from ppolab.util.files import atomic_write_text
 from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
-CONFIRMABLE = ("final_reward", "time_to_pass", "steps_to_pass")  # the metrics a sweep judges by
+CONFIRMABLE = get_args(SweepMetric)  # the metrics a sweep judges by
 MIN_TRIALS, MIN_OUTCOMES = 5, 3  # complete trials, and different values among them, to judge importances
 NEVER_PASSED = 1e9  # a time (steps) to pass study: every run that never passed scores below -NEVER_PASSED
 
