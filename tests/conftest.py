@@ -1,4 +1,5 @@
-"""Shared helpers: run the real `ppolab` command in a subprocess and read what a run leaves behind."""
+"""Shared helpers: run the real `ppolab` command in a process of its own (a fork of the worker's fork
+server, forkserver.py, or a fresh interpreter) and read what a run leaves behind."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from forkserver import ForkServer, can_serve
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = [
@@ -95,15 +97,40 @@ def run_ppolab(
 
     `env` adds to this process's environment; `base_env` replaces it (e.g. clean_env's, without credentials).
     """
+    full_env = {**(os.environ if base_env is None else base_env), "RAY_ADDRESS": "", **(env or {})}
+    server = _fork_server()
+    if server is not None and can_serve(full_env, server.env):
+        return server.run(list(args), cwd or REPO, full_env, timeout)
     return subprocess.run(
         [sys.executable, "-m", "ppolab", *args],
         cwd=cwd or REPO,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**(os.environ if base_env is None else base_env), "RAY_ADDRESS": "", **(env or {})},
+        env=full_env,
         stdin=subprocess.DEVNULL,
     )
+
+
+_SERVER: list[ForkServer] = []
+
+
+def _fork_server() -> ForkServer | None:
+    """This pytest process's fork server, started on first use (PPOLAB_TEST_FORKSERVER=0: none, each
+    command a fresh interpreter, as when measuring what the server saves)."""
+    if os.environ.get("PPOLAB_TEST_FORKSERVER") == "0" or not hasattr(os, "fork"):
+        return None
+    if not _SERVER:
+        import tempfile
+
+        _SERVER.append(ForkServer(Path(tempfile.mkdtemp(prefix="ppolab-forkserver-"))))
+    return _SERVER[0]
+
+
+def pytest_sessionfinish() -> None:
+    """Stop the fork server this process started."""
+    while _SERVER:
+        _SERVER.pop().close()
 
 
 # credentials of the right shape that must never appear in any output
