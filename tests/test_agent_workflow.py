@@ -173,6 +173,9 @@ def test_json_of_sweep_list_info_status_dry_run_and_compare(tmp_path):
     status = as_json("sweep", str(root / "syn"), "--status", "--json")
     states = {r["name"]: (r["state"], r["iteration"]) for r in status["runs"]}
     assert states["fast-s3"] == ("interrupted", 50) and states["control-s1"] == ("done", 100)
+    metrics = [json.loads(line) for line in (root / "syn" / "runs" / "fast-s3" / "metrics.jsonl").open()]
+    elapsed = {r["name"]: r["elapsed_s"] for r in status["runs"]}  # its training time, over every resume
+    assert elapsed["fast-s3"] == max(r["total_time"] for r in metrics if r["type"] == "iteration")
     cmp = as_json("compare", str(root / "syn"), "--json")
     assert cmp["control"] == "control" and cmp["verdict"]["result"] == "inconclusive"
     assert cmp["verdict"]["why"].startswith("not decided") and cmp["tests"][0]["decision"] == "significant"

@@ -95,10 +95,18 @@ def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr:
     return {
         "state": run_state, "reason": entry.get("reason") if run_state != RunState.DONE else None,
         "iteration": done_itr,
-        "elapsed_s": ((ended or now) - started).total_seconds() if started else None, "eta_s": eta,
+        "elapsed_s": _elapsed(iters, started, ended, now), "eta_s": eta,
         "latest_reward": latest, "attempts": entry.get("attempts", 0), "ray_worker": entry.get("ray_worker"),
         "s_per_iteration": iters[-1]["total_time"] / done_itr if done_itr else None, "checks": check_label(records),
     }  # fmt: skip
+
+
+def _elapsed(iters: list[dict], started: dt.datetime | None, ended: dt.datetime | None, now: dt.datetime):
+    """A run's training time so far: its own clock, summed over every resume (the ETA's pace comes from it
+    too); before its first iteration, the wall time since it started."""
+    if iters:
+        return iters[-1]["total_time"]
+    return ((ended or now) - started).total_seconds() if started else None
 
 
 def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
