@@ -106,19 +106,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_tune(ns: argparse.Namespace) -> int:
+    """Check the flags, then either report on a study (--report) or run its trials and report."""
     import re
 
     from ppolab.experiments.tune.report import write_outputs
-    from ppolab.experiments.tune.search_space import load_space
-    from ppolab.experiments.tune.study import (
-        TuneSettings,
-        default_storage,
-        load_existing_study,
-        open_study,
-        quiet_optuna,
-        run_study,
-        storage_errors,
-    )
+    from ppolab.experiments.tune.study import default_storage, open_study, quiet_optuna, run_study, storage_errors
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", ns.study):
         raise UserError(f"--study {ns.study!r}: use letters, digits, '-', '_' and '.' (it names a folder and a file)")
@@ -129,19 +121,45 @@ def run_tune(ns: argparse.Namespace) -> int:
     storage = ns.storage or default_storage(ns.study)
     root = Path("experiments/tune")
     if ns.report:
-        with storage_errors(storage):
-            study = load_existing_study(ns.study, storage)
-            out = write_outputs(study, root / ns.study)
-            if ns.json:
-                from ppolab.cli.args import print_json
-                from ppolab.experiments.tune.report import study_data
-
-                print_json("tune --report", study_data(study, out))
-            else:
-                _print_outputs(out)
-        return 0
+        return _report(ns, storage, root)
     if ns.json:
         raise UserError("--json goes with --report")
+    settings = _settings(ns, storage, root)
+    settings.say(
+        f"Study {ns.study} in {storage}: {', '.join(settings.envs)}, seeds {settings.seeds}, metric {ns.metric}, "
+        f"{ns.sampler} sampler, {ns.pruner} pruner"
+    )
+    with storage_errors(storage):
+        code = run_study(settings, wait_for_lock=not ns.no_wait)
+        with quiet_optuna():
+            study, _ = open_study(settings)
+        _print_outputs(write_outputs(study, settings.study_dir))
+    return code
+
+
+def _report(ns: argparse.Namespace, storage: str, root: Path) -> int:
+    """--report: the study's report, history plot and best trial, from its storage, without running a trial."""
+    from ppolab.experiments.tune.report import write_outputs
+    from ppolab.experiments.tune.study import load_existing_study, storage_errors
+
+    with storage_errors(storage):
+        study = load_existing_study(ns.study, storage)
+        out = write_outputs(study, root / ns.study)
+        if ns.json:
+            from ppolab.cli.args import print_json
+            from ppolab.experiments.tune.report import study_data
+
+            print_json("tune --report", study_data(study, out))
+        else:
+            _print_outputs(out)
+    return 0
+
+
+def _settings(ns: argparse.Namespace, storage: str, root: Path):
+    """The study's settings from the flags, every one checked before a trial runs."""
+    from ppolab.experiments.tune.search_space import load_space
+    from ppolab.experiments.tune.study import TuneSettings
+
     if not ns.space:
         raise UserError("--space FILE is required (the search space; see ppolab tune --help)")
     envs = ns.env_ids or ([ns.env] if ns.env else None)
@@ -161,32 +179,11 @@ def run_tune(ns: argparse.Namespace) -> int:
             raise UserError(f"--metric {ns.metric}: tune one env at a time (times to pass of different envs are "
                             "not on one scale); use --env")  # fmt: skip
         given["stop_on_pass"] = True  # the rest of a run's budget would not change its value
-    settings = TuneSettings(
-        study=ns.study,
-        envs=envs,
-        space=space,
-        n_trials=ns.n_trials,
-        seeds=ns.seeds,
-        metric=ns.metric,
-        train_flags=given,
-        storage=storage,
-        sampler=ns.sampler,
-        pruner=ns.pruner,
-        root=root,
-        heartbeat_grace=ns.heartbeat_grace,
-    )
     if ns.sampler == "grid":
         space.grid()  # a space without a finite grid is refused before anything runs
-    settings.say(
-        f"Study {ns.study} in {storage}: {', '.join(envs)}, seeds {settings.seeds}, metric {ns.metric}, "
-        f"{ns.sampler} sampler, {ns.pruner} pruner"
-    )
-    with storage_errors(storage):
-        code = run_study(settings, wait_for_lock=not ns.no_wait)
-        with quiet_optuna():
-            study, _ = open_study(settings)
-        _print_outputs(write_outputs(study, settings.study_dir))
-    return code
+    return TuneSettings(study=ns.study, envs=envs, space=space, n_trials=ns.n_trials, seeds=ns.seeds,
+                        metric=ns.metric, train_flags=given, storage=storage, sampler=ns.sampler, pruner=ns.pruner,
+                        root=root, heartbeat_grace=ns.heartbeat_grace)  # fmt: skip
 
 
 def _print_outputs(out: dict) -> None:
