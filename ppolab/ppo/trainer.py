@@ -272,6 +272,27 @@ def train(
     return s.run_dir, not interrupted
 
 
+def _learner(cfg: TrainConfig, probe, device: torch.device, fresh: bool, notes: list[str]):
+    """The networks (from `--continued` or standing, for a fresh run), the optimiser, the mirror maps and the
+    update, its critic's process started (a fork: before any thread). What it did goes into `notes`."""
+    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
+    if cfg.continued and fresh:
+        notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
+        notes += fixed_std(actor, cfg)
+    elif cfg.start_standing and fresh:
+        notes.append(start_standing(actor, probe, cfg.env))
+    actor.to(device)
+    critic.to(device)
+    optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
+    mirror = mirror_action_maps(cfg, probe, device)
+    update = choose_update(actor, critic, optimizer, hyper(cfg), mirror)
+    if isinstance(update, FusedUpdate) and fused_step.NOT_SCRIPTED:
+        notes.append(f"Update: the fused epochs run from Python, slower, with the same results (TorchScript: "
+                     f"{fused_step.NOT_SCRIPTED})")  # fmt: skip
+    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim, device)
+    return actor, critic, optimizer, mirror, update
+
+
 def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, backend: str, out: TextIO) -> Session:
     """Seed, networks, optimiser and sampler; then the run folder (new, or the resumed one) and its logs."""
     seed_drawn = cfg.seed is None
@@ -289,21 +310,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     expert, notes = imitation_expert(cfg, probe)
     if expert is not None and cfg.imitate_sha256 is None:
         cfg = cfg.model_copy(update={"imitate_sha256": expert.checksum})  # in config.yaml: a resume checks it
-    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
-    if cfg.continued and resume_dir is None:
-        notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
-        notes += fixed_std(actor, cfg)
-    elif cfg.start_standing and resume_dir is None:
-        notes.append(start_standing(actor, probe, cfg.env))
-    actor.to(device)
-    critic.to(device)
-    optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
-    mirror = mirror_action_maps(cfg, probe, device)
-    update = choose_update(actor, critic, optimizer, hyper(cfg), mirror)
-    if isinstance(update, FusedUpdate) and fused_step.NOT_SCRIPTED:
-        notes.append(f"Update: the fused epochs run from Python, slower, with the same results (TorchScript: "
-                     f"{fused_step.NOT_SCRIPTED})")  # fmt: skip
-    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim, device)
+    actor, critic, optimizer, mirror, update = _learner(cfg, probe, device, fresh=resume_dir is None, notes=notes)
     # before the run folder: a cluster with no room is refused without leaving one. The local
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
