@@ -689,73 +689,65 @@ def comparison_data(runs: list[Run], min_effect_value: float | None = None, metr
     margin, margin_text = min_effect(configs, min_effect_value)
     ts = tests(configs, margin)
     result, why = verdict(runs, min_effect_value, metric)
-
-    def run_row(r: Run) -> dict:
-        s = r.summary
-        params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
-        return {
-            "name": r.name, "path": str(r.path), "finished": r.finished, "status": r.status,
-            "final_reward": s.final_mean_reward if s else None, "peak_eval_reward": s.peak_eval_reward if s else None,
-            "peak_eval_iteration": s.peak_eval_iteration if s else None, "stable": s.stable if s else None,
-            "anomalies": s.anomalies if s else [], "still_improving": r.improving, "fps": s.fps if s else None,
-            "time_to_pass": s.time_to_pass if s else None,
-            "changes": diffs(params, control.params),
-        }  # fmt: skip
-
-    def config_row(c: Configuration) -> dict:
-        x = c.scores
-        out = {"label": c.label, "changes": diffs(c.params, control.params), "seeds_finished": len(x),
-               "seeds_planned": len(c.runs), "mean": None, "mean_ci": None, "iqm": None, "iqm_ci": None,
-               "p_better": None, "p_better_ci": None}  # fmt: skip
-        if len(x):
-            m, q = mean_ci(x), bootstrap_ci(x, iqm)
-            out.update(mean=m.value, mean_ci=_interval(m), iqm=q.value, iqm_ci=_interval(q))
-            if c is not control and len(control.scores):
-                p = prob_improvement_ci(x, control.scores)
-                out.update(p_better=p.value, p_better_ci=_interval(p))
-        return out
-
-    def pass_row(c: Configuration) -> dict:
-        g = c.passing(metric)
-        k, n, low, high = solve_rate(g.runs)
-        return {"label": c.label, "checked": n, "passed": k, "solve_rate_ci": [low, high] if n else None,
-                "median": km_median(g.runs)}  # fmt: skip
-
+    by_pass = metric in PASS_METRICS
+    passing = [c.passing(metric) for c in configs] if by_pass else []
     return {
         "control": control.label,
         "min_effect": margin,
         "min_effect_source": margin_text,
-        "runs": [run_row(r) for r in runs],
-        "configurations": [config_row(c) for c in configs],
-        "tests": [
-            {
-                "treatment": t.config.label,
-                "difference": t.diff.value,
-                "ci": [t.diff.low, t.diff.high] if t.diff.testable else None,
-                "p": t.diff.p,
-                "p_holm": t.p_holm,
-                "df": t.diff.df,
-                "p_tost": t.p_tost,
-                "decision": _decision(t),
-            }
-            for t in ts
-        ],  # fmt: skip
+        "runs": [_run_row(r, control) for r in runs],
+        "configurations": [_config_row(c, control) for c in configs],
+        "tests": [_test_row(t) for t in ts],
         "metric": metric,
-        "passing": [pass_row(c) for c in configs] if metric in PASS_METRICS else None,
-        "pass_tests": [
-            {
-                "treatment": t.group.label,
-                "z": t.z,
-                "p": t.p,
-                "p_holm": t.p_holm,
-                "p_fisher": t.p_fisher,
-                "decision": ("sooner" if t.sooner else "later") if t.significant else "inconclusive",
-            }
-            for t in pass_tests([c.passing(metric) for c in configs])
-        ]
-        if metric in PASS_METRICS
-        else None,
+        "passing": [_pass_row(c, metric) for c in configs] if by_pass else None,
+        "pass_tests": [_pass_test_row(t) for t in pass_tests(passing)] if by_pass else None,
         "verdict": {"result": result, "why": why},
         "recommendations": recommendations(configs, runs, ts, margin, margin_text, metric),
         "warnings": [w for w in [fps_spread(runs)] if w],
     }
+
+
+def _run_row(r: Run, control: Configuration) -> dict:
+    s = r.summary
+    params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
+    return {
+        "name": r.name, "path": str(r.path), "finished": r.finished, "status": r.status,
+        "final_reward": s.final_mean_reward if s else None, "peak_eval_reward": s.peak_eval_reward if s else None,
+        "peak_eval_iteration": s.peak_eval_iteration if s else None, "stable": s.stable if s else None,
+        "anomalies": s.anomalies if s else [], "still_improving": r.improving, "fps": s.fps if s else None,
+        "time_to_pass": s.time_to_pass if s else None,
+        "changes": diffs(params, control.params),
+    }  # fmt: skip
+
+
+def _config_row(c: Configuration, control: Configuration) -> dict:
+    x = c.scores
+    out = {"label": c.label, "changes": diffs(c.params, control.params), "seeds_finished": len(x),
+           "seeds_planned": len(c.runs), "mean": None, "mean_ci": None, "iqm": None, "iqm_ci": None,
+           "p_better": None, "p_better_ci": None}  # fmt: skip
+    if len(x):
+        m, q = mean_ci(x), bootstrap_ci(x, iqm)
+        out.update(mean=m.value, mean_ci=_interval(m), iqm=q.value, iqm_ci=_interval(q))
+        if c is not control and len(control.scores):
+            p = prob_improvement_ci(x, control.scores)
+            out.update(p_better=p.value, p_better_ci=_interval(p))
+    return out
+
+
+def _test_row(t) -> dict:
+    return {"treatment": t.config.label, "difference": t.diff.value,
+            "ci": [t.diff.low, t.diff.high] if t.diff.testable else None, "p": t.diff.p, "p_holm": t.p_holm,
+            "df": t.diff.df, "p_tost": t.p_tost, "decision": _decision(t)}  # fmt: skip
+
+
+def _pass_row(c: Configuration, metric: str) -> dict:
+    g = c.passing(metric)
+    k, n, low, high = solve_rate(g.runs)
+    return {"label": c.label, "checked": n, "passed": k, "solve_rate_ci": [low, high] if n else None,
+            "median": km_median(g.runs)}  # fmt: skip
+
+
+def _pass_test_row(t) -> dict:
+    decision = ("sooner" if t.sooner else "later") if t.significant else "inconclusive"
+    return {"treatment": t.group.label, "z": t.z, "p": t.p, "p_holm": t.p_holm, "p_fisher": t.p_fisher,
+            "decision": decision}  # fmt: skip
