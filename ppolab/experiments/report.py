@@ -86,46 +86,68 @@ def plot(
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     refuse_links(out_dir, what=", where the report's plots go")
     out_dir.mkdir(parents=True, exist_ok=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     files = []
-
-    def band(ax, c, i, curve):
-        if curve is None:
-            return
-        x, m, lo, hi = curve
-        color = colors[i % len(colors)]
-        ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.judged)})")
-        ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
-
-    def finish(fig, axes, name: str, legend_at: str = "lower right", legend_size: int = 8) -> None:
-        for ax in axes:
-            ax.grid(alpha=0.3)
-            ax.legend(loc=legend_at, fontsize=legend_size)
-        save_figure(fig, out_dir / name)
-        plt.close(fig)
+    for draw in (_learning_figure, _eval_figure, _diagnostics_figure):
+        name, fig, axes, legend = draw(configs, th, fps_warning)
+        _finish(fig, axes, out_dir / name, *legend)
         files.append(name)
         progress and progress.advance()
+    return files
+
+
+def _band(ax, c: Configuration, i: int, curve) -> None:
+    """A configuration's median curve over its seeds, with its spread as a shaded band."""
+    import matplotlib.pyplot as plt
+
+    if curve is None:
+        return
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    x, m, lo, hi = curve
+    color = colors[i % len(colors)]
+    ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.judged)})")
+    ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
+
+
+def _finish(fig, axes, path: Path, legend_at: str, legend_size: int) -> None:
+    import matplotlib.pyplot as plt
+
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(loc=legend_at, fontsize=legend_size)
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def _learning_figure(configs: list[Configuration], th: Thresholds, fps_warning: str | None):
+    import matplotlib.pyplot as plt
 
     # fixed margins: constrained layout measured every label again and took half of each figure's time
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw=MARGINS)
     for i, c in enumerate(configs):
-        band(axes[0], c, i, _curves(c, "mean_eprew"))
-        band(axes[1], c, i, _curves(c, "mean_eprew", x_key="total_time"))
+        _band(axes[0], c, i, _curves(c, "mean_eprew"))
+        _band(axes[1], c, i, _curves(c, "mean_eprew", x_key="total_time"))
     axes[0].set(xlabel="iteration", ylabel="mean episode reward (training)", title="Learning curve")
     axes[1].set(xlabel="wall time (s)", ylabel="mean episode reward (training)", title="Against wall time")
     if fps_warning:  # the machine's load differed between runs: say so on the plot itself
         axes[1].set_title("Against wall time\n(throughput differed between runs: confounded by machine load)")
-    finish(fig, axes, "learning_curves.png")
+    return "learning_curves.png", fig, axes, ("lower right", 8)
+
+
+def _eval_figure(configs: list[Configuration], th: Thresholds, fps_warning: str | None):
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5), gridspec_kw=MARGINS)
     for i, c in enumerate(configs):
-        band(ax, c, i, _curves(c, "reward", evals=True))
+        _band(ax, c, i, _curves(c, "reward", evals=True))
     ax.set(xlabel="iteration", ylabel="eval reward (deterministic policy)", title="Evaluation")
-    finish(fig, [ax], "eval_reward.png")
+    return "eval_reward.png", fig, [ax], ("lower right", 8)
+
+
+def _diagnostics_figure(configs: list[Configuration], th: Thresholds, fps_warning: str | None):
+    """KL, action noise, clip fraction and critic loss, each with the anomaly rule's threshold."""
+    import matplotlib.pyplot as plt
 
     panels = [
         ("kl", "mean KL divergence", th.kl, "linear"),
@@ -136,15 +158,14 @@ def plot(
     fig, axes = plt.subplots(2, 2, figsize=(12, 7), gridspec_kw={**MARGINS, "bottom": 0.08, "top": 0.95})
     for ax, (key, label, limit, scale) in zip(axes.flat, panels):
         for i, c in enumerate(configs):
-            band(ax, c, i, _curves(c, key))
+            _band(ax, c, i, _curves(c, key))
         ax.set(xlabel="iteration", ylabel=label, yscale=scale, title=label[0].upper() + label[1:])
         low, high = ax.get_ylim()
         where = "" if low <= limit <= high else " (above the data)" if limit > high else " (below the data)"
         ax.axhline(limit, color="crimson", linestyle="--", linewidth=1, label=f"threshold {limit:g}{where}")
         if where:  # a far-away threshold would squash the curves into a line: keep the data's own range
             ax.set_ylim(low, high)
-    finish(fig, axes.flat, "diagnostics.png", legend_at="best", legend_size=7)
-    return files
+    return "diagnostics.png", fig, list(axes.flat), ("best", 7)
 
 
 def sweep_runs(sweep_dir: Path) -> tuple[SweepSpec, list[Run]]:
