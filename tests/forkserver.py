@@ -69,6 +69,7 @@ def _run_command(request: dict, fds: list[int], conn: socket.socket) -> None:
     code = 1
     try:
         os.setpgid(0, 0)  # its own group: the client stops it and its sampling workers together
+        conn.sendall(HEADER.pack(os.getpid()))  # first its pid, at the end its code: one writer, in order
         for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -119,13 +120,11 @@ def serve(path: str) -> None:
         while True:
             conn, _ = listener.accept()
             request, fds = _receive(conn)
-            pid = os.fork()
-            if pid == 0:
+            if os.fork() == 0:
                 listener.close()
                 _run_command(request, fds, conn)
             for fd in fds:
                 os.close(fd)
-            conn.sendall(HEADER.pack(pid))
             conn.close()
 
 
@@ -159,7 +158,7 @@ class ForkServer:
                 socket.send_fds(conn, [HEADER.pack(len(body))], [null.fileno(), out.fileno(), err.fileno()])
                 conn.sendall(body)
                 (pid,) = HEADER.unpack(_read_exactly(conn, HEADER.size))
-                code = self._wait(conn, pid, argv, timeout)
+                code = self._wait(conn, pid, timeout)
             out.seek(0)
             err.seek(0)
             stdout, stderr = (f.read().decode(errors="replace") for f in (out, err))
@@ -168,7 +167,7 @@ class ForkServer:
         return subprocess.CompletedProcess([sys.executable, "-m", "ppolab", *argv], code, stdout, stderr)
 
     @staticmethod
-    def _wait(conn: socket.socket, pid: int, argv: list[str], timeout: float) -> int | None:
+    def _wait(conn: socket.socket, pid: int, timeout: float) -> int | None:
         """The command's exit code; -9 if it died without one; None after killing it at the time-out."""
         conn.settimeout(timeout)
         try:
