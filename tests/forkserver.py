@@ -52,13 +52,7 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     stdout and stderr."""
     size_bytes, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
     (size,) = HEADER.unpack(size_bytes)
-    body = b""
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
-        if not chunk:
-            raise ConnectionError("the client left mid-request")
-        body += chunk
-    return json.loads(body), fds
+    return json.loads(_read_exactly(conn, size)), fds
 
 
 def _run_command(request: dict, fds: list[int], conn: socket.socket) -> None:
@@ -192,7 +186,7 @@ def _read_exactly(conn: socket.socket, n: int) -> bytes:
     while len(data) < n:
         chunk = conn.recv(n - len(data))
         if not chunk:
-            raise ConnectionError("the fork server closed the connection")
+            raise ConnectionError("the other end closed the connection")
         data += chunk
     return data
 
