@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import textwrap
 
 import numpy as np
@@ -167,9 +169,29 @@ def test_runs_still_climbing_are_flagged_and_qualify_the_verdict():
     assert "Still improving at the end: control-s1" in text and "raise n_itr" in text
 
 
-def test_throughput_differences_are_called_out():
+def test_throughput_differences_within_a_configuration_are_called_out_and_by_design_between_them_are_not():
     runs = [synthetic.run(f"c-s{s}", 300 + s, {"lr": 1e-3, "seed": s}, fps=f) for s, f in ((1, 2e4), (2, 3e4))]
-    assert "Throughput differed by 50%" in compare(runs)
+    assert "Throughput differed by 50% between runs of the same configuration (c: 20,000" in compare(runs)
+    by_design = [  # a treatment that halves the cost of a step (a physics step, a batch size): not the load
+        synthetic.run(f"{label}-s{s}", 300 + s, {"lr": lr, "seed": s}, fps=f)
+        for label, lr, f in (("c", 1e-3, 1e4), ("fast", 2e-3, 2e4))
+        for s in (1, 2)
+    ]
+    assert "Throughput differed" not in compare(by_design)
+
+
+def test_a_planned_run_not_begun_shows_the_changes_it_will_make(tmp_path):
+    from ppolab.experiments.report import sweep_runs
+
+    folder = tmp_path / "s"
+    synthetic.write_sweep(folder, {"control": {}, "fast": {"lr": 2e-3}}, [1, 2], {"control": [1, 2], "fast": [1, 2]})
+    shutil.rmtree(folder / "runs" / "fast-s2")
+    state = json.loads((folder / "state.json").read_text())
+    state["runs"]["fast-s2"] |= {"state": "pending", "run_dir": None}
+    (folder / "state.json").write_text(json.dumps(state))
+    _, runs = sweep_runs(folder)
+    row = next(line for line in compare(runs).splitlines() if line.startswith("| fast-s2 "))
+    assert "not started: not judged" in row and "lr=0.002" in row and "(control)" not in row
 
 
 @pytest.fixture(scope="module")

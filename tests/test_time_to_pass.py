@@ -61,6 +61,24 @@ def test_the_same_pass_times_decide_nothing_and_a_slower_treatment_is_refuted():
     assert verdict(slow, metric="steps_to_pass")[0] == "refuted"
 
 
+def test_a_cheaper_step_shows_in_time_not_in_steps_and_a_run_stopped_on_passing_is_not_still_climbing():
+    runs = [  # the same passing iterations; the treatment's steps cost half as much wall time
+        synthetic.run(f"{label}-s{s}", 300, {"lr": lr, "seed": s, "check_every": 10, "stop_on_pass": True}, 100,
+                      stop_at=at + 1, passes_at=at, fps=fps, climbing=True)
+        for label, lr, fps in (("control", 1e-3, 1e4), ("fast", 2e-3, 2e4))
+        for s, at in enumerate([19, 29, 39, 49, 59], start=1)
+    ]  # fmt: skip
+    assert all(r.finished and r.improving is None for r in runs)  # still rising, but ended by passing
+    text = compare(runs, metric="time_to_pass")
+    assert "Still improving" not in text and "raise n_itr" not in text and "Throughput differed" not in text
+    cells = re.sub(r" +", " ", text)
+    assert "| control | 5 | 5 of 5 (100%, 95% CI 48%-100%) | 4 s | 0.04 M steps |" in cells
+    assert "| fast | 5 | 5 of 5 (100%, 95% CI 48%-100%) | 2 s | 0.04 M steps |" in cells
+    second = next(line for line in text.splitlines() if "Second view" in line)
+    assert "env steps to pass, fast vs control: log-rank z = +0.00" in second and "p = 1," in second
+    assert "run more seeds per configuration: time to pass was not decided for fast (5 vs 5 runs)" in text
+
+
 def test_a_sweep_on_time_to_pass_reports_it_and_the_tracker_gives_the_median(tmp_path):
     folder = tmp_path / "experiments" / "sweeps" / "ttp"
     synthetic.write_sweep(folder, {"control": {}, "fast": {"lr": 1e-3}}, [1, 2, 3, 4, 5],

@@ -19,7 +19,7 @@ import numpy as np
 import yaml
 
 from ppolab.analysis.anomalies import FAILED_RULES, still_improving
-from ppolab.analysis.parse import load_run
+from ppolab.analysis.parse import RunRecords, load_run
 from ppolab.analysis.stats import (
     ALPHA,
     BOOTSTRAP_MIN_SEEDS,
@@ -47,6 +47,7 @@ from ppolab.analysis.time_to_pass import (
     fisher_p,
     fmt_value,
     km_median,
+    measure_name,
     outcome,
     pass_tests,
     solve_rate,
@@ -149,10 +150,20 @@ def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
         return f"{state} after {done} of {planned} iterations"
     if summary is None:
         return "no completed iteration"
-    passed = summary.time_to_pass is not None and summary.time_to_pass["passed"]
-    if isinstance(planned, int) and done < planned and not (passed and cfg.get("stop_on_pass")):
+    if isinstance(planned, int) and done < planned and not _stopped_on_pass(cfg, summary):
         return f"stopped at iteration {done} of {planned}"
     return "finished"
+
+
+def climbing_at_end(cfg: dict, summary: RunSummary, rec: RunRecords) -> str | None:
+    """Why the run had not levelled off when it ended, if it had not; never for a run that ended at its first
+    passing round: it stopped by passing, not at a budget that more iterations would extend."""
+    return None if _stopped_on_pass(cfg, summary) else still_improving(rec.iterations, rec.evals)
+
+
+def _stopped_on_pass(cfg: dict, summary: RunSummary) -> bool:
+    """The run ended at its first passing round (`--stop-on-pass`): done by design, wherever its reward was."""
+    return bool(cfg.get("stop_on_pass") and summary.time_to_pass and summary.time_to_pass["passed"])
 
 
 def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = None) -> list[Run]:
@@ -165,11 +176,11 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
             runs.append(Run(name, path, None, None, "not started" if state in (None, RunState.PENDING) else state))
             continue
         cfg = read_config(path)
-        summary = summarize(load_run(path)) if RunFolder(path).has_metrics() or RunFolder(path).log.exists() else None
+        rec = load_run(path) if RunFolder(path).has_metrics() or RunFolder(path).log.exists() else None
+        summary = summarize(rec) if rec is not None else None
         run = Run(name, path, cfg, summary, _status(cfg, summary, state))
-        if summary:
-            rec = load_run(path)
-            run.improving = still_improving(rec.iterations, rec.evals)
+        if rec is not None and summary:
+            run.improving = climbing_at_end(cfg, summary, rec)
         runs.append(run)
     if not any(r.summary for r in runs):
         raise UserError("no run with a completed iteration to compare")
@@ -217,13 +228,19 @@ def _passed_cell(r: Run) -> str:
     return when if p["passed"] else f"no (checked to {when})"
 
 
-def table(runs: list[Run], control: dict) -> str:
+def params_of(run: Run, configs: list[Configuration]) -> dict:
+    """A run's hyperparameters: its configuration's, so that a planned run not begun (no config.yaml yet) shows
+    what it will change, not "(control)"."""
+    return next((c.params for c in configs if any(r is run for r in c.runs)), {})
+
+
+def table(runs: list[Run], configs: list[Configuration]) -> str:
     checked = any(r.summary and r.summary.time_to_pass for r in runs)
+    control = configs[0].params
     rows = []
     for r in runs:
         s = r.summary
-        params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
-        d = ", ".join(f"{k}={v}" for k, v in diffs(params, control).items()) or "(control)"
+        d = ", ".join(f"{k}={v}" for k, v in diffs(params_of(r, configs), control).items()) or "(control)"
         stable = "-" if s is None else "yes" if s.stable else "no: " + ", ".join(a["rule"] for a in s.anomalies)
         name = r.name if r.finished else f"{r.name} ({r.status}: not judged)"
         peak_iter = "-" if s is None or s.peak_eval_iteration is None else str(s.peak_eval_iteration)
@@ -382,19 +399,36 @@ def solve_statement(c: Configuration, control: Configuration) -> str:
 
 
 def passing_statistics(configs: list[Configuration], metric: PassMetric) -> tuple[str, list[str]]:
-    """Per configuration: runs checked, solve rate, Kaplan-Meier median; one statement per treatment."""
-    groups = [c.passing(metric) for c in configs]
-    what = "time" if metric == "time_to_pass" else "env steps"
-    header = ["Configuration", "Checked runs", "Passed (solve rate)", f"Median {what} to pass (Kaplan-Meier)"]
+    """Per configuration: runs checked, solve rate, Kaplan-Meier medians of time and of env steps; one
+    statement per treatment on `metric`, then the other measure as a second view that decides nothing (a
+    treatment that changes the cost of a step moves one and not the other)."""
+    other: PassMetric = "steps_to_pass" if metric == "time_to_pass" else "time_to_pass"
+    groups, seconds = [c.passing(metric) for c in configs], [c.passing(other) for c in configs]
+    header = [
+        "Configuration",
+        "Checked runs",
+        "Passed (solve rate)",
+        f"Median {measure_name(metric)} to pass (Kaplan-Meier)",
+        f"Median {measure_name(other)} to pass",
+    ]
+    rows = [g.describe(metric) + g2.describe(other)[3:] for g, g2 in zip(groups, seconds)]
     lines = [
-        tables.table(header, [g.describe(metric) for g in groups]),
+        tables.table(header, rows),
         "",
         "A run that never passed is censored at its last round of checks (it passes later, if ever), not dropped. "
         "Solve rates: Clopper-Pearson intervals, compared by Fisher's exact test. Times: the log-rank statistic "
         "with a permutation p-value (exact over every assignment of runs to the two sides up to 1,000 of them).",
     ]
     ts = pass_tests(groups)
-    return "\n".join(lines), [describe_pass_test(t, groups[0], metric, len(ts)) for t in ts]
+    statements = [describe_pass_test(t, groups[0], metric, len(ts)) for t in ts]
+    for t in pass_tests(seconds):
+        if t.group.runs and any(r.passed for r in t.group.runs + seconds[0].runs):
+            statements.append(
+                f"*Second view, not the verdict's measure:* {measure_name(other)} to pass, {t.group.label} vs "
+                f"{seconds[0].label}: log-rank z = {t.z:+.2f} (positive: sooner), permutation p = {t.p:.3g}, "
+                "unadjusted."
+            )
+    return "\n".join(lines), statements
 
 
 def parameter_effects(configs: list[Configuration]) -> list[tuple[str, dict, float]]:
@@ -415,14 +449,21 @@ def parameter_effects(configs: list[Configuration]) -> list[tuple[str, dict, flo
     return sorted(effects, key=lambda e: -e[2])
 
 
-def fps_spread(runs: list[Run]) -> str | None:
-    """A warning when the judged runs' throughput differs by more than FPS_SPREAD (another load on the machine)."""
-    fps = [r.summary.fps for r in runs if r.finished and r.summary and math.isfinite(r.summary.fps)]
-    if len(fps) < 2 or min(fps) <= 0 or max(fps) / min(fps) <= 1 + FPS_SPREAD:
+def fps_spread(configs: list[Configuration]) -> str | None:
+    """A warning when the finished runs of one configuration differ in throughput by more than FPS_SPREAD:
+    the same settings ran at different speeds, so the machine's load moved. Across configurations throughput
+    may differ by design (a physics step, a batch size, a network's width), so that is not compared."""
+    worst = None
+    for c in configs:
+        fps = [r.summary.fps for r in c.finished if r.summary and math.isfinite(r.summary.fps) and r.summary.fps > 0]
+        if len(fps) >= 2 and (worst is None or max(fps) / min(fps) > worst[0]):
+            worst = (max(fps) / min(fps), min(fps), max(fps), c.label)
+    if worst is None or worst[0] <= 1 + FPS_SPREAD:
         return None
+    ratio, low, high, label = worst
     return (
-        f"Throughput differed by {max(fps) / min(fps) - 1:.0%} between runs ({min(fps):,.0f} to {max(fps):,.0f} env "
-        "steps/s): wall-time comparisons reflect the machine's load as much as the configurations."
+        f"Throughput differed by {ratio - 1:.0%} between runs of the same configuration ({label}: {low:,.0f} to "
+        f"{high:,.0f} env steps/s): wall-time comparisons reflect the machine's load as much as the configurations."
     )
 
 
@@ -485,9 +526,20 @@ def recommendations(configs, runs, ts, margin, margin_text, metric: str = "final
             f"raise n_itr: {len(improving)} of {len(judged)} finished runs had not levelled off "
             f"({improving[0].name}: {improving[0].improving}), so the comparison is of curves still climbing."
         )
-    if metric in PASS_METRICS:  # the range and seed advice reads final rewards
-        return recs
+    if metric in PASS_METRICS:  # the range and seed advice below reads final rewards
+        return recs + _pass_seed_advice(configs, metric)
     return recs + _edge_advice(configs, ts) + _seed_advice(configs, ts, margin, margin_text)
+
+
+def _pass_seed_advice(configs: list[Configuration], metric: PassMetric) -> list[str]:
+    """More seeds where a log-rank did not decide. No number is given: a power calculation for censored times
+    needs an effect and a censoring pattern that a handful of seeds cannot estimate."""
+    groups = [c.passing(metric) for c in configs]
+    undecided = [t for t in pass_tests(groups) if not t.significant]
+    if not undecided:
+        return []
+    names = ", ".join(f"{t.group.label} ({len(t.group.runs)} vs {len(groups[0].runs)} runs)" for t in undecided)
+    return [f"run more seeds per configuration: {measure_name(metric)} to pass was not decided for {names}."]
 
 
 def _best(configs: list[Configuration], ts: list[Test], margin: float, margin_text: str) -> str | None:
@@ -532,11 +584,10 @@ def compare(runs: list[Run], min_effect_value: float | None = None, metric: str 
     """The comparison in Markdown: the runs' table, then the analysis of `metric` (final_reward, or
     time_to_pass / steps_to_pass for runs trained with --check-every)."""
     configs = group(runs)
-    control = configs[0]
     margin, margin_text = min_effect(configs, min_effect_value)
     ts = tests(configs, margin)
     passing = metric in PASS_METRICS
-    out = ["## Comparison", "", table(runs, control.params), "", "## Analysis", ""]
+    out = ["## Comparison", "", table(runs, configs), "", "## Analysis", ""]
     judged = [r for c in configs for r in c.judged]
     finished = [r for r in runs if r.finished]
     failed = [r for r in finished if r.failure]
@@ -565,7 +616,7 @@ def compare(runs: list[Run], min_effect_value: float | None = None, metric: str 
     for r in judged:
         if r.improving:
             out.append(f"- Still improving at the end: {r.name}: {r.improving}.")
-    warning = fps_spread(runs)
+    warning = fps_spread(configs)
     if warning:
         out.append(f"- {warning}")
     if passing:
@@ -578,7 +629,8 @@ def compare(runs: list[Run], min_effect_value: float | None = None, metric: str 
         out.append(f"- Smallest effect of interest: {margin_text}.")
     recs = recommendations(configs, runs, ts, margin, margin_text, metric)
     out += ["", "### Recommendations", ""]
-    out += [f"- {r}" for r in recs] if recs else ["- None: no anomaly, every run levelled off, and every test decided."]
+    none = "- None: no anomaly fired, no run ended while still climbing, and every test decided."
+    out += [f"- {r}" for r in recs] if recs else [none]
     return "\n".join(out)
 
 
@@ -695,7 +747,7 @@ def comparison_data(runs: list[Run], min_effect_value: float | None = None, metr
         "control": control.label,
         "min_effect": margin,
         "min_effect_source": margin_text,
-        "runs": [_run_row(r, control) for r in runs],
+        "runs": [_run_row(r, configs) for r in runs],
         "configurations": [_config_row(c, control) for c in configs],
         "tests": [_test_row(t) for t in ts],
         "metric": metric,
@@ -703,20 +755,19 @@ def comparison_data(runs: list[Run], min_effect_value: float | None = None, metr
         "pass_tests": [_pass_test_row(t) for t in pass_tests(passing)] if by_pass else None,
         "verdict": {"result": result, "why": why},
         "recommendations": recommendations(configs, runs, ts, margin, margin_text, metric),
-        "warnings": [w for w in [fps_spread(runs)] if w],
+        "warnings": [w for w in [fps_spread(configs)] if w],
     }
 
 
-def _run_row(r: Run, control: Configuration) -> dict:
+def _run_row(r: Run, configs: list[Configuration]) -> dict:
     s = r.summary
-    params = {k: v for k, v in (r.config or {}).items() if k not in NOT_HYPERPARAMETERS}
     return {
         "name": r.name, "path": str(r.path), "finished": r.finished, "status": r.status,
         "final_reward": s.final_mean_reward if s else None, "peak_eval_reward": s.peak_eval_reward if s else None,
         "peak_eval_iteration": s.peak_eval_iteration if s else None, "stable": s.stable if s else None,
         "anomalies": s.anomalies if s else [], "still_improving": r.improving, "fps": s.fps if s else None,
         "time_to_pass": s.time_to_pass if s else None,
-        "changes": diffs(params, control.params),
+        "changes": diffs(params_of(r, configs), configs[0].params),
     }  # fmt: skip
 
 

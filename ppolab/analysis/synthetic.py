@@ -16,8 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from ppolab.analysis.anomalies import still_improving
-from ppolab.analysis.compare import Run, _status
+from ppolab.analysis.compare import Run, _status, climbing_at_end
 from ppolab.analysis.parse import RunRecords
 from ppolab.analysis.summary import summarize
 from ppolab.ppo.run_folder import RunFolder
@@ -61,7 +60,7 @@ def run(name: str, score: float, params: dict, n_itr: int = 100, stop_at: int | 
     config = {"env": "cartpole", "n_itr": n_itr, **params}
     summary = summarize(rec)
     out = Run(name, Path("synthetic") / name, config, summary, _status(config, summary, None))
-    out.improving = still_improving(rec.iterations, rec.evals)
+    out.improving = climbing_at_end(config, summary, rec)
     return out
 
 

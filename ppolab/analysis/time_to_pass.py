@@ -56,6 +56,11 @@ def outcome(figures: dict | None, metric: PassMetric) -> Passing | None:
     return Passing(float(figures[PASS_METRICS[metric][0]]), bool(figures["passed"]))
 
 
+def measure_name(metric: PassMetric) -> str:
+    """What a pass metric measures, for a sentence: "time" or "env steps"."""
+    return "time" if metric == "time_to_pass" else "env steps"
+
+
 def fmt_value(value: float, metric: PassMetric) -> str:
     if metric == "time_to_pass":
         return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
@@ -179,7 +184,7 @@ def pass_tests(groups: list[Group]) -> list[PassTest]:
 
 
 def describe_pass_test(t: PassTest, control: Group, metric: PassMetric, k: int) -> str:
-    unit = "time" if metric == "time_to_pass" else "env steps"
+    unit = measure_name(metric)
     ps = f"log-rank, permutation p = {t.p:.3g}" + (f", Holm-adjusted p = {t.p_holm:.3g} over {k}" if k > 1 else "")
     rates = (
         f"solve rates {sum(r.passed for r in t.group.runs)}/{len(t.group.runs)} vs "

@@ -199,7 +199,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
     result, why = verdict(runs, m.min_effect, m.metric)
     progress = Progress("Drawing the report's plots", 3, "plots") if show_progress else None
     try:
-        images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(runs), progress), ""
+        images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(configs), progress), ""
     except OSError as exc:  # a full disk: results.md without plots rather than nothing
         images, plots_note = [], f"The plots could not be written ({exc.strerror}); `ppolab report` writes them again."
     finally:
