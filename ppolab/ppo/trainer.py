@@ -314,17 +314,8 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     # before the run folder: a cluster with no room is refused without leaving one. The local
     # backend forks its workers here, before any thread starts (workers die with this process)
     sampler = make_sampler(backend, cfg.env, cfg.num_slots, sampler_procs, env_overrides)
-    point = ResumePoint()
     system = system_info()
-    if resume_dir is not None:
-        remove_stale_temps(resume_dir)  # a run killed mid-checkpoint left its temp file
-        point = resume_point(resume_dir, actor, critic, optimizer, notes)
-        if cfg.schedule == "fixed":
-            optimizer.lr = cfg.lr  # a fixed rate is the config's, whatever last.pt holds
-        run_dir = resume_dir
-        record_resume(run_dir, point.start_itr)
-    else:
-        run_dir = create_run_dir(cfg)
+    run_dir, point = _open_run_folder(cfg, resume_dir, actor, critic, optimizer, notes)
     try:  # Ctrl-C (or a failure) before the first iteration: a new run folder holds nothing, it goes
         if resume_dir is None:
             write_run_files(run_dir, cfg, system)
@@ -335,7 +326,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn,
                                       probe.symmetry is not None))  # fmt: skip
         if isinstance(update, FusedUpdate) and update.elsewhere is not None:
-            console.line("Update: the critic's epochs in a second process, beside the actor's")
+            notes = ["Update: the critic's epochs in a second process, beside the actor's", *notes]
         for note in notes:
             console.line(note)
         tracker = Tracker(cfg, run_dir, say=console.line)
@@ -360,6 +351,18 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         if resume_dir is None:
             discard_new_run(run_dir)
         raise
+
+
+def _open_run_folder(cfg: TrainConfig, resume_dir: Path | None, actor, critic, optimizer, notes: list[str]):
+    """A new run folder, or the resumed one with the weights, optimiser and counters of its last.pt."""
+    if resume_dir is None:
+        return create_run_dir(cfg), ResumePoint()
+    remove_stale_temps(resume_dir)  # a run killed mid-checkpoint left its temp file
+    point = resume_point(resume_dir, actor, critic, optimizer, notes)
+    if cfg.schedule == "fixed":
+        optimizer.lr = cfg.lr  # a fixed rate is the config's, whatever last.pt holds
+    record_resume(resume_dir, point.start_itr)
+    return resume_dir, point
 
 
 def start_standing(actor, probe: BatchEnv, env_name: str) -> str:
