@@ -33,10 +33,10 @@ from pathlib import Path
 RESULTS = Path(__file__).parent / "results"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def _parser() -> argparse.ArgumentParser:
     from ppolab.envs import env_names
 
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="jvrc_walk", choices=env_names(), metavar="ENV", help="a task (`ppolab envs`)")
     ap.add_argument("--n-itr", type=int, help="iterations in all (default: the preset's); a resumed run goes on to it")
     ap.add_argument("--seed", type=int, default=1)
@@ -57,6 +57,11 @@ def main() -> None:
     ap.add_argument(
         "--ship", type=int, metavar="ITERATION", help="ship actor_ITERATION.pt to pretrained/ENV (no training)"
     )
+    return ap
+
+
+def main() -> None:
+    ap = _parser()
     args = ap.parse_args()
     if args.check:
         print(json.dumps(checks(args.env, Path(args.check)), indent=2))
@@ -67,28 +72,42 @@ def main() -> None:
         print(ship(args.env, run_dir, args.ship))
         return
     if args.curve:  # the curve so far, without training further
-        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-        curve = check_curve(args.env, run_dir, rows)
+        curve = check_curve(args.env, run_dir, _records(run_dir))
         for point in curve:
             print(json.dumps(point))
         print(f"Plot: {plot_curve(curve, RESULTS / f'{run_name}_curve.png', args.env)}")
         return
-    n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
-    cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
-    cmd += ["--logdir", args.logdir, "--run-name", run_name]
-    cmd += ["--continued", args.continued] if args.continued else []
-    if args.warm_start and not (run_dir / "last.pt").exists():
-        if not args.env.endswith("_step"):
-            ap.error("--warm-start: only a stepping task (NAME_step) starts from another env's policy (NAME_walk's)")
-        cmd += ["--continued", str(warm_start(Path(args.warm_start), run_dir.with_name(run_dir.name + "-init")))]
-    if (run_dir / "last.pt").exists():  # an interrupted run goes on where it stopped
-        cmd = [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
+    if args.warm_start and not args.env.endswith("_step"):
+        ap.error("--warm-start: only a stepping task (NAME_step) starts from another env's policy (NAME_walk's)")
+    cmd = _train_command(args, run_name, run_dir)
     code = train(cmd)
     if code != 0:  # stopped (Ctrl-C, SIGTERM, a full disk) or failed: the run folder keeps what was done
         print(f"Training ended with exit code {code}; run the same command again to continue {run_dir}.")
         sys.exit(code)
+    summary = _summary(args.env, run_dir, cmd)
+    print(json.dumps(summary, indent=2))
 
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _train_command(args: argparse.Namespace, run_name: str, run_dir: Path) -> list[str]:
+    """`ppolab train` for a new run, or `--resume` for an interrupted one (it goes on where it stopped)."""
+    n_itr = ["--n-itr", str(args.n_itr)] if args.n_itr else []
+    if (run_dir / "last.pt").exists():
+        return [sys.executable, "-m", "ppolab", "train", "--resume", str(run_dir), *n_itr]
+    cmd = [sys.executable, "-m", "ppolab", "train", "--env", args.env, "--seed", str(args.seed), *n_itr]
+    cmd += ["--logdir", args.logdir, "--run-name", run_name]
+    cmd += ["--continued", args.continued] if args.continued else []
+    if args.warm_start:
+        cmd += ["--continued", str(warm_start(Path(args.warm_start), run_dir.with_name(run_dir.name + "-init")))]
+    return cmd
+
+
+def _summary(env: str, run_dir: Path, cmd: list[str]) -> dict:
+    """The finished run's figures, checks and check curve, written to results/ENV_learning.json with a plot."""
+    rows = _records(run_dir)
     iters = [r for r in rows if r["type"] == "iteration"]
     evals = [r for r in rows if r["type"] == "eval"]
     first, last = iters[:10], iters[-10:]
@@ -97,7 +116,7 @@ def main() -> None:
         return sum(r[key] for r in rs) / len(rs)
 
     summary = {
-        "env": args.env,
+        "env": env,
         "iterations": len(iters),
         "env_steps": iters[-1]["total_steps"],
         "train_seconds": iters[-1]["total_time"],
@@ -106,13 +125,13 @@ def main() -> None:
         "evals": [(e["iteration"], round(e["reward"], 1), e["length"]) for e in evals],
         "command": " ".join(cmd[2:]),
     }
-    summary["checks"] = checks(args.env, run_dir)
-    if args.env.endswith(("_walk", "_step")):
-        summary["check_curve"] = check_curve(args.env, run_dir, rows)
+    summary["checks"] = checks(env, run_dir)
+    if env.endswith(("_walk", "_step")):
+        summary["check_curve"] = check_curve(env, run_dir, rows)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
-    plot(iters, evals, RESULTS / f"{args.env}_learning.png", args.env)
-    print(json.dumps(summary, indent=2))
+    (RESULTS / f"{env}_learning.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot(iters, evals, RESULTS / f"{env}_learning.png", env)
+    return summary
 
 
 def train(cmd: list[str]) -> int:
