@@ -14,7 +14,15 @@ CASES = {
     "not a number": (["train", "--env", "cartpole", "--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
     "minibatch larger than batch": (
         ["train", "--env", "cartpole", "--num-procs", "2", "--max-traj-len", "10", "--minibatch-size", "64"],
-        "minibatch_size 64 is larger than the batch (num_procs x num_envs_per_worker x max_traj_len = 20)",
+        "minibatch_size 64 is larger than the batch (--num-procs x --num-envs-per-worker x --max-traj-len = 20)",
+    ),
+    "rollouts longer than episodes": (
+        ["train", "--env", "cartpole", "--max-traj-len", "100", "--steps-per-env", "200"],
+        "--steps-per-env 200 is longer than an episode (--max-traj-len 100); lower it",
+    ),
+    "continued episodes with an LSTM": (
+        ["train", "--env", "cartpole", "--steps-per-env", "100", "--recurrent"],
+        "--steps-per-env: a recurrent actor's update starts every segment from a zero state",
     ),
     "gamma above one": (
         ["train", "--env", "cartpole", "--gamma", "1.5"],

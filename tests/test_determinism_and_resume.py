@@ -70,6 +70,23 @@ def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, referen
     assert [r["iteration"] for r in resumed] == [3]
 
 
+def test_rollouts_shorter_than_episodes_sample_the_same_on_one_or_two_processes_and_resume_says_what_changes(tmp_path):
+    """--steps-per-env 10 of 50-step episodes: each sampling process keeps its envs' episodes going between
+    iterations, so episodes outlast an iteration; a resume starts them afresh and says so."""
+    one, two = (train(tmp_path / str(p), "--n-itr", "6", "--steps-per-env", "10", "--minibatch-size", "8",
+                      "--sampler-procs", str(p))
+                for p in (1, 2))  # fmt: skip
+    a = without_timings(read_metrics(one))
+    assert a == without_timings(read_metrics(two))
+    iters = [r for r in a if r["type"] == "iteration"]
+    assert [r["steps"] for r in iters] == [2 * 10] * 6
+    assert max(r["mean_eplen"] for r in iters if r["mean_eplen"] == r["mean_eplen"]) > 10  # longer than a rollout
+    proc = run_ppolab("train", "--resume", str(two), "--n-itr", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert "The envs start fresh episodes" in proc.stdout
+    assert [r["iteration"] for r in read_metrics(two) if r["type"] == "iteration"] == list(range(8))
+
+
 def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_path):
     full = train(tmp_path / "full", "--n-itr", "12")
     logdir = tmp_path / "killed"

@@ -8,7 +8,7 @@ import torch
 
 from ppolab.envs import make_env
 from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
-from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.ppo.rollout import Episodes, Trajectories, collect
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import compute_gae
 
@@ -72,6 +72,46 @@ def test_a_slot_samples_the_same_trajectory_whichever_range_it_is_in():
     split = Trajectories.concat(parts)
     for name in Trajectories.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(whole, name), getattr(split, name))
+
+
+def _continued(env_name: str, slots: list[tuple[int, int]], iterations: range, steps: int, horizon: int):
+    """Consecutive iterations of `steps`-step rollouts whose episodes go on up to `horizon` steps, the slots
+    split into the (first, count) ranges given, each range with its own envs and episodes."""
+    torch.manual_seed(0)
+    actor = Actor(ObsNormalizer(5), 5, 1, [16], 0.3, learn_std=False)
+    ranges = [(first, make_env(env_name, count), Episodes()) for first, count in slots]
+    total = sum(count for _, count in slots)
+    return [
+        Trajectories.concat([
+            collect(env, sampling_params(actor), seed=3, stream=0, iteration=i, first_slot=first, total_slots=total,
+                    steps=steps, horizon=horizon, episodes=episodes)
+            for first, env, episodes in ranges
+        ])
+        for i in iterations
+    ]  # fmt: skip
+
+
+def test_episodes_go_on_across_iterations_up_to_the_horizon_whatever_the_split():
+    """--steps-per-env: 10-step rollouts of 40-step episodes. An episode's steps continue in the next iteration
+    (its first observation the one the last step reached), end at the horizon, and a slot's steps do not depend
+    on how the slots are split over processes; a call that does not follow the last starts fresh episodes."""
+    whole = _continued("cartpole", [(0, 4)], range(6), steps=10, horizon=40)
+    split = _continued("cartpole", [(0, 1), (1, 3)], range(6), steps=10, horizon=40)
+    for a, b in zip(whole, split):
+        for name in Trajectories.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    continued = 0
+    for before, after in zip(whole, whole[1:]):
+        going_on = ~np.isfinite(before.ep_length[-1])  # not finished at the iteration's end: continued
+        assert before.ended[-1].all()  # the last step is cut (bootstrapped) either way
+        np.testing.assert_array_equal(after.obs[0, going_on], before.final_obs[-1, going_on])
+        continued += going_on.sum()
+    assert continued >= 4
+    lengths = np.concatenate([t.ep_length[np.isfinite(t.ep_length)] for t in whole])
+    assert lengths.max() == 40 and (lengths > 10).any()  # longer than a rollout, never past the horizon
+    fresh = _continued("cartpole", [(0, 4)], range(3, 4), steps=10, horizon=40)[0]
+    jumped = _continued("cartpole", [(0, 4)], range(0, 6, 3), steps=10, horizon=40)[1]  # iteration 3 after 0
+    np.testing.assert_array_equal(jumped.obs, fresh.obs)
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,12 @@ class TrainConfig(BaseModel):
     max_traj_len: int = Field(
         400, gt=0, le=MAX_STEPS, description="steps each env collects per iteration, and the episode horizon"
     )
+    steps_per_env: int | None = Field(
+        None, gt=0, le=MAX_STEPS,
+        description="steps each env collects per iteration, with episodes going on across iterations up to "
+        "--max-traj-len steps (rsl_rl's num_steps_per_env). Default: --max-traj-len, every iteration starting "
+        "fresh episodes (LearningHumanoidWalking's)",
+    )  # fmt: skip
     input_norm_steps: int | None = Field(
         None, ge=0, le=10**9,
         description="env steps of the initial policy that start the observation normaliser, in whole batches "
@@ -138,9 +144,8 @@ class TrainConfig(BaseModel):
             return data
         merged = with_preset(data)
         if "minibatch_size" not in data and "minibatch_size" in merged:
-            size = [
-                merged.get(k, cls.model_fields[k].default) for k in ("num_procs", "num_envs_per_worker", "max_traj_len")
-            ]
+            steps = "steps_per_env" if merged.get("steps_per_env") else "max_traj_len"
+            size = [merged.get(k, cls.model_fields[k].default) for k in ("num_procs", "num_envs_per_worker", steps)]
             if all(isinstance(v, int) and v > 0 for v in size):
                 merged["minibatch_size"] = min(merged["minibatch_size"], size[0] * size[1] * size[2])
         return merged
@@ -193,7 +198,18 @@ class TrainConfig(BaseModel):
     @property
     def batch_size(self) -> int:
         """Samples per iteration: fixed by the config, never by the machine."""
-        return self.num_procs * self.num_envs_per_worker * self.max_traj_len
+        return self.num_slots * self.rollout_steps
+
+    @property
+    def rollout_steps(self) -> int:
+        """Steps each env collects per iteration."""
+        return self.steps_per_env or self.max_traj_len
+
+    @property
+    def horizon(self) -> int | None:
+        """The episode horizon when episodes go on across iterations (--steps-per-env); None when every
+        iteration starts fresh episodes of at most max_traj_len steps (rollout.collect)."""
+        return None if self.steps_per_env is None else self.max_traj_len
 
     @property
     def num_slots(self) -> int:
@@ -212,15 +228,32 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _minibatch_fits(self) -> TrainConfig:
+        steps = "--steps-per-env" if self.steps_per_env else "--max-traj-len"
         if self.batch_size > MAX_BATCH:
             raise ValueError(
-                f"--num-procs x --num-envs-per-worker x --max-traj-len = a batch of {self.batch_size:,} samples "
+                f"--num-procs x --num-envs-per-worker x {steps} = a batch of {self.batch_size:,} samples "
                 f"(at most {MAX_BATCH:,}, which already takes GBs of memory); lower one of them"
             )
         if self.minibatch_size > self.batch_size:
             raise ValueError(
                 f"minibatch_size {self.minibatch_size} is larger than the batch "
-                f"(num_procs x num_envs_per_worker x max_traj_len = {self.batch_size}); lower --minibatch-size"
+                f"(--num-procs x --num-envs-per-worker x {steps} = {self.batch_size}); lower --minibatch-size"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _rollouts_fit_episodes(self) -> TrainConfig:
+        if self.steps_per_env is None:
+            return self
+        if self.steps_per_env > self.max_traj_len:
+            raise ValueError(
+                f"--steps-per-env {self.steps_per_env} is longer than an episode (--max-traj-len {self.max_traj_len}); "
+                "lower it, or leave it out for rollouts of whole episodes"
+            )
+        if self.recurrent:
+            raise ValueError(
+                "--steps-per-env: a recurrent actor's update starts every segment from a zero state, so its episodes "
+                "cannot go on across iterations; leave out --steps-per-env or --recurrent"
             )
         return self
 

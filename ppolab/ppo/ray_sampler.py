@@ -6,7 +6,8 @@ metrics for a seed do not depend on the backend or on how many actors there are.
 Each iteration puts the policy (weights and normaliser statistics) in Ray's
 object store once; every actor reads that one copy. An actor that dies (its node
 lost, or killed) is replaced and its share of the iteration sampled again, which
-gives the very same trajectories.
+gives the very same trajectories (with --steps-per-env, whose episodes go on across
+iterations, the replacement starts its envs' episodes afresh).
 
 Ray is imported only here: the local backend never starts or imports it.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable
 
 from ppolab.envs import make_env
 from ppolab.errors import UserError
-from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.ppo.rollout import Episodes, Trajectories, collect
 from ppolab.ppo.sampler import one_blas_thread, split_slots
 from ppolab.ppo.sampling_policy import SamplingParams
 
@@ -32,14 +33,15 @@ class RolloutWorker:
 
     def __init__(self, env_name: str, overrides: dict | None, first_slot: int, count: int, total: int) -> None:
         one_blas_thread()
-        self.env = make_env(env_name, count, overrides)
+        self.env, self.episodes = make_env(env_name, count, overrides), Episodes()
         self.first_slot, self.total = first_slot, total
 
     def where(self) -> tuple[str, int]:
         return socket.gethostname(), os.getpid()
 
     def collect(self, params: SamplingParams, kwargs: dict) -> Trajectories:
-        return collect(self.env, params, first_slot=self.first_slot, total_slots=self.total, **kwargs)
+        return collect(self.env, params, first_slot=self.first_slot, total_slots=self.total, episodes=self.episodes,
+                       **kwargs)  # fmt: skip
 
 
 def check_address() -> None:
@@ -116,7 +118,7 @@ class RaySampler:
         return f"{self.procs} Ray actors (pids {pids}) on {len(hosts)} host(s) of {self.cluster}"
 
     def sample(self, params: SamplingParams, **kwargs) -> Trajectories:
-        """kwargs: seed, stream, iteration, steps (see rollout.collect)."""
+        """kwargs: seed, stream, iteration, steps, horizon (see rollout.collect)."""
         import ray
 
         shared = ray.put(params)  # once per iteration, whatever the number of actors and envs

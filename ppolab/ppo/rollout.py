@@ -50,6 +50,24 @@ class Trajectories:
         )
 
 
+class Episodes:
+    """Each env's episode in progress when a rollout ended, held beside the envs (one per sampling process).
+
+    With rollouts shorter than the episode horizon (`--steps-per-env`, as rsl_rl's num_steps_per_env), the
+    next iteration of the same stream continues these episodes instead of starting fresh ones. Any other
+    call (the first, a resume's first, another stream, a replaced Ray worker) starts fresh episodes."""
+
+    def __init__(self) -> None:
+        self.at: tuple[int, int] | None = None  # (stream, iteration) of the rollout that left them
+        self.obs = self.ep_ret = self.ep_len = np.empty(0)
+
+    def follows(self, stream: int, iteration: int) -> bool:
+        return self.at == (stream, iteration - 1)
+
+    def keep(self, stream: int, iteration: int, obs: np.ndarray, ep_ret: np.ndarray, ep_len: np.ndarray) -> None:
+        self.at, self.obs, self.ep_ret, self.ep_len = (stream, iteration), obs, ep_ret, ep_len
+
+
 def collect(
     env,
     params: SamplingParams,
@@ -60,8 +78,14 @@ def collect(
     first_slot: int,
     total_slots: int,
     steps: int,
+    horizon: int | None = None,
+    episodes: Episodes | None = None,
 ) -> Trajectories:
-    """Run `steps` policy steps in every env of `env`, its env i being slot first_slot + i."""
+    """Run `steps` policy steps in every env of `env`, its env i being slot first_slot + i.
+
+    `horizon` None (LearningHumanoidWalking's rollouts): every call starts fresh episodes of at most `steps`
+    steps. Else episodes last up to `horizon` steps, and those in progress at the end are kept in `episodes`
+    for the next iteration to continue (the last step is then cut: bootstrapped, not an episode's end)."""
     n, obs_dim, act_dim = env.num_envs, env.obs_dim, env.act_dim
     policy = SamplingPolicy(params)
     lo, hi = first_slot, first_slot + n
@@ -80,13 +104,15 @@ def collect(
         ep_length=np.full((steps, n), np.nan),
     )
     env.set_iteration(iteration)  # curricula (the stepping task's stairs) follow the training iteration
-    for i in range(n):
-        env.reset_one(i, rngs[i])
-    obs = env.observe()
-    padded = np.zeros((total_slots, obs_dim), np.float32)
     policy.reset(slice(None))
-    ep_ret = np.zeros(n)
-    ep_len = np.zeros(n, np.int64)
+    if horizon is not None and episodes is not None and episodes.follows(stream, iteration):
+        obs, ep_ret, ep_len = episodes.obs, episodes.ep_ret, episodes.ep_len
+    else:
+        for i in range(n):
+            env.reset_one(i, rngs[i])
+        obs, ep_ret, ep_len = env.observe(), np.zeros(n), np.zeros(n, np.int64)
+    padded = np.zeros((total_slots, obs_dim), np.float32)
+    limit = steps if horizon is None else horizon
     last = steps - 1
     for t in range(steps):
         padded[lo:hi] = obs
@@ -96,10 +122,8 @@ def collect(
         obs, reward, terminated = env.step(action)
         ep_ret += reward
         ep_len += 1
-        if t < last:  # the horizon equals `steps`, so only the last step can time out
-            finished = ended = terminated
-        else:
-            finished, ended = terminated | (ep_len >= steps), np.ones(n, bool)
+        finished = terminated | (ep_len >= limit)
+        ended = finished if t < last else np.ones(n, bool)
         out.rewards[t] = reward
         out.terminated[t] = terminated
         out.ended[t] = ended
@@ -107,13 +131,15 @@ def collect(
             out.final_obs[t, ended] = obs[ended]
             out.ep_return[t, finished] = ep_ret[finished]
             out.ep_length[t, finished] = ep_len[finished]
-            if t < last:
-                for i in np.flatnonzero(ended):
+            if finished.any() and (t < last or horizon is not None):  # continued: the next iteration goes on
+                for i in np.flatnonzero(finished):
                     env.reset_one(i, rngs[i])
                     policy.reset(lo + i)
-                ep_ret[ended] = 0.0
-                ep_len[ended] = 0
+                ep_ret[finished] = 0.0
+                ep_len[finished] = 0
                 obs = env.observe()
+    if horizon is not None and episodes is not None:
+        episodes.keep(stream, iteration, obs, ep_ret, ep_len)
     return out
 
 

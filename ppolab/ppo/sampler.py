@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from threadpoolctl import threadpool_limits
 
 from ppolab.envs import make_env
-from ppolab.ppo.rollout import Trajectories, collect
+from ppolab.ppo.rollout import Episodes, Trajectories, collect
 from ppolab.ppo.sampling_policy import SamplingParams
 from ppolab.util.system import available_cores
 
@@ -50,7 +50,7 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
     driver_end.close()  # a forked worker inherits it; closed, recv() sees EOF as soon as the driver is gone
     one_blas_thread()
-    env = make_env(env_name, count, overrides)
+    env, episodes = make_env(env_name, count, overrides), Episodes()
     while True:
         try:
             msg = conn.recv()
@@ -59,7 +59,7 @@ def _worker_main(
         if msg is None:
             return
         params, kwargs = msg
-        result = collect(env, params, first_slot=first_slot, total_slots=total, **kwargs)
+        result = collect(env, params, first_slot=first_slot, total_slots=total, episodes=episodes, **kwargs)
         try:
             conn.send(result)
         except OSError:  # the driver stopped (Ctrl-C) while this range was sampled: nothing to deliver
@@ -83,7 +83,7 @@ class LocalSampler:
         self.procs = procs
         first, count = self.ranges[0]
         one_blas_thread()
-        self.env = make_env(env_name, count, overrides)
+        self.env, self.episodes = make_env(env_name, count, overrides), Episodes()
         # fork: workers start in milliseconds with the modules already imported. They never touch torch,
         # so the parent's torch state is of no concern; elsewhere (no fork), spawn.
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
@@ -103,11 +103,12 @@ class LocalSampler:
         return f"{self.procs} processes on {available_cores()} cores"
 
     def sample(self, params: SamplingParams, **kwargs) -> Trajectories:
-        """kwargs: seed, stream, iteration, steps (see rollout.collect)."""
+        """kwargs: seed, stream, iteration, steps, horizon (see rollout.collect)."""
         for conn in self.conns:
             conn.send((params, kwargs))
         first, _ = self.ranges[0]
-        parts = [collect(self.env, params, first_slot=first, total_slots=self.total_slots, **kwargs)]
+        parts = [collect(self.env, params, first_slot=first, total_slots=self.total_slots, episodes=self.episodes,
+                         **kwargs)]  # fmt: skip
         for conn, proc in zip(self.conns, self.workers):
             try:
                 parts.append(conn.recv())

@@ -235,7 +235,12 @@ def train(
         for itr in range(s.start_itr, cfg.n_itr):
             t0 = time.perf_counter()
             traj = s.sampler.sample(
-                sampling_params(s.actor), seed=s.seed, stream=TRAIN_STREAM, iteration=itr, steps=cfg.max_traj_len
+                sampling_params(s.actor),
+                seed=s.seed,
+                stream=TRAIN_STREAM,
+                iteration=itr,
+                steps=cfg.rollout_steps,
+                horizon=cfg.horizon,
             )
             t1 = time.perf_counter()
             storage = RolloutStorage(
@@ -362,6 +367,9 @@ def _open_run_folder(cfg: TrainConfig, resume_dir: Path | None, actor, critic, o
     if cfg.schedule == "fixed":
         optimizer.lr = cfg.lr  # a fixed rate is the config's, whatever last.pt holds
     record_resume(resume_dir, point.start_itr)
+    if cfg.steps_per_env is not None:
+        notes.append("The envs start fresh episodes: with --steps-per-env an uninterrupted run would have gone on "
+                     "with its episodes, so from here the metrics differ from one")  # fmt: skip
     return resume_dir, point
 
 
@@ -451,7 +459,12 @@ def warm_up(s: Session) -> None:
     s.console.line("Warming up observation normalization...")
     for w in range(rounds):
         warm = s.sampler.sample(
-            sampling_params(s.actor), seed=s.seed, stream=WARMUP_STREAM, iteration=w, steps=s.cfg.max_traj_len
+            sampling_params(s.actor),
+            seed=s.seed,
+            stream=WARMUP_STREAM,
+            iteration=w,
+            steps=s.cfg.rollout_steps,
+            horizon=s.cfg.horizon,
         )
         s.actor.norm.update(warm.obs)
     s.console.line(f"Normalization initialized with {int(s.actor.norm.count.item())} samples")
