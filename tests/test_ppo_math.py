@@ -95,8 +95,8 @@ def test_episodes_go_on_across_iterations_up_to_the_horizon_whatever_the_split()
     """--steps-per-env: 10-step rollouts of 40-step episodes. An episode's steps continue in the next iteration
     (its first observation the one the last step reached), end at the horizon, and a slot's steps do not depend
     on how the slots are split over processes; a call that does not follow the last starts fresh episodes."""
-    whole = _continued("cartpole", [(0, 4)], range(6), steps=10, horizon=40)
-    split = _continued("cartpole", [(0, 1), (1, 3)], range(6), steps=10, horizon=40)
+    whole = _continued("cartpole", [(0, 4)], range(10), steps=10, horizon=40)
+    split = _continued("cartpole", [(0, 1), (1, 3)], range(10), steps=10, horizon=40)
     for a, b in zip(whole, split):
         for name in Trajectories.__dataclass_fields__:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
@@ -109,6 +109,8 @@ def test_episodes_go_on_across_iterations_up_to_the_horizon_whatever_the_split()
     assert continued >= 4
     lengths = np.concatenate([t.ep_length[np.isfinite(t.ep_length)] for t in whole])
     assert lengths.max() == 40 and (lengths > 10).any()  # longer than a rollout, never past the horizon
+    first_ends = [np.flatnonzero(np.isfinite(np.concatenate([t.ep_length[:, i] for t in whole])))[0] for i in range(4)]
+    assert len(set(first_ends)) > 1  # the first episodes are cut at random steps: the envs' episodes do not end as one
     fresh = _continued("cartpole", [(0, 4)], range(3, 4), steps=10, horizon=40)[0]
     jumped = _continued("cartpole", [(0, 4)], range(0, 6, 3), steps=10, horizon=40)[1]  # iteration 3 after 0
     np.testing.assert_array_equal(jumped.obs, fresh.obs)

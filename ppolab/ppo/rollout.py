@@ -59,13 +59,13 @@ class Episodes:
 
     def __init__(self) -> None:
         self.at: tuple[int, int] | None = None  # (stream, iteration) of the rollout that left them
-        self.obs = self.ep_ret = self.ep_len = np.empty(0)
+        self.obs = self.ep_ret = self.ep_len = self.limit = np.empty(0)
 
     def follows(self, stream: int, iteration: int) -> bool:
         return self.at == (stream, iteration - 1)
 
-    def keep(self, stream: int, iteration: int, obs: np.ndarray, ep_ret: np.ndarray, ep_len: np.ndarray) -> None:
-        self.at, self.obs, self.ep_ret, self.ep_len = (stream, iteration), obs, ep_ret, ep_len
+    def keep(self, at: tuple[int, int], obs: np.ndarray, ep_ret: np.ndarray, ep_len: np.ndarray, limit: np.ndarray):
+        self.at, self.obs, self.ep_ret, self.ep_len, self.limit = at, obs, ep_ret, ep_len, limit
 
 
 def collect(
@@ -106,13 +106,15 @@ def collect(
     env.set_iteration(iteration)  # curricula (the stepping task's stairs) follow the training iteration
     policy.reset(slice(None))
     if horizon is not None and episodes is not None and episodes.follows(stream, iteration):
-        obs, ep_ret, ep_len = episodes.obs, episodes.ep_ret, episodes.ep_len
+        obs, ep_ret, ep_len, limit = episodes.obs, episodes.ep_ret, episodes.ep_len, episodes.limit
     else:
         for i in range(n):
             env.reset_one(i, rngs[i])
         obs, ep_ret, ep_len = env.observe(), np.zeros(n), np.zeros(n, np.int64)
+        limit = np.full(n, steps if horizon is None else horizon)
+        if horizon is not None:  # the first episodes end at random steps, so that the envs' episodes never end
+            limit = np.array([r.integers(1, horizon + 1) for r in rngs])  # all in one iteration (rsl_rl's way)
     padded = np.zeros((total_slots, obs_dim), np.float32)
-    limit = steps if horizon is None else horizon
     last = steps - 1
     for t in range(steps):
         padded[lo:hi] = obs
@@ -137,9 +139,10 @@ def collect(
                     policy.reset(lo + i)
                 ep_ret[finished] = 0.0
                 ep_len[finished] = 0
+                limit[finished] = steps if horizon is None else horizon
                 obs = env.observe()
     if horizon is not None and episodes is not None:
-        episodes.keep(stream, iteration, obs, ep_ret, ep_len)
+        episodes.keep((stream, iteration), obs, ep_ret, ep_len, limit)
     return out
 
 
