@@ -13,7 +13,7 @@ from conftest import run_ppolab
 from scipy import stats as sps
 
 from ppolab.analysis import synthetic
-from ppolab.analysis.compare import compare, verdict
+from ppolab.analysis.compare import compare, group, verdict
 from ppolab.analysis.stats import (
     bootstrap_ci,
     holm,
@@ -178,6 +178,19 @@ def test_throughput_differences_within_a_configuration_are_called_out_and_by_des
         for s in (1, 2)
     ]
     assert "Throughput differed" not in compare(by_design)
+
+
+def test_a_run_recorded_before_a_setting_existed_groups_with_runs_that_record_its_default():
+    """A sweep resumed by a newer ppolab: its older runs' config.yaml lack a setting the newer ones write
+    (steps_per_env: null). They ran with its default, so they are one configuration, not two."""
+    runs = synthetic.sweep({"control": [300, 310, 320], "treat": [400, 410, 420]})
+    for r in runs[1::2]:
+        r.config = {**r.config, "steps_per_env": None}
+    configs = group(runs)
+    assert [c.label for c in configs] == ["control", "treat"] and all(len(c.runs) == 3 for c in configs)
+    changed = [r for r in runs if r.name == "treat-s2"][0]
+    changed.config = {**changed.config, "steps_per_env": 100}  # a real change still tells
+    assert len(group(runs)) == 3
 
 
 def test_a_planned_run_not_begun_shows_the_changes_it_will_make(tmp_path):

@@ -79,6 +79,13 @@ def test_a_cheaper_step_shows_in_time_not_in_steps_and_a_run_stopped_on_passing_
     assert "run more seeds per configuration: time to pass was not decided for fast (5 vs 5 runs)" in text
 
 
+def test_a_median_not_reached_is_a_bound_not_ranked_below_one_reached():
+    runs = _runs({"control": [59, 69, 79, NEVER, NEVER], "capped": [9, 19, NEVER, NEVER, NEVER]}, n_itr=100)
+    text = compare(runs, metric="steps_to_pass")
+    assert "shortest median" not in text
+    assert "median to pass: control 0.08 M steps, capped not reached (> 0.10 M steps); a median not reached" in text
+
+
 def test_a_sweep_on_time_to_pass_reports_it_and_the_tracker_gives_the_median(tmp_path):
     folder = tmp_path / "experiments" / "sweeps" / "ttp"
     synthetic.write_sweep(folder, {"control": {}, "fast": {"lr": 1e-3}}, [1, 2, 3, 4, 5],

@@ -11,6 +11,7 @@ treatments, or an equivalence shown by TOST) or an estimate that decides nothing
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ from ppolab.analysis.time_to_pass import (
     solve_rate,
 )
 from ppolab.errors import UserError
+from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.run_files import read_config
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.util import tables
@@ -187,6 +189,15 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
     return runs
 
 
+def hyperparameters(config: dict) -> dict:
+    """A run's settings, over TrainConfig's defaults: a config.yaml written before a setting existed ran with
+    its default, and must group with runs that record it (else a sweep resumed by a newer ppolab splits
+    each configuration in two). Without the settings that are not hyperparameters (seed, folders)."""
+    defaults = {k: f.default for k, f in TrainConfig.model_fields.items() if not f.is_required()}
+    full = json.loads(json.dumps({**defaults, **config}, default=str))  # tuples as the lists YAML reads back
+    return {k: v for k, v in full.items() if k not in NOT_HYPERPARAMETERS}
+
+
 def _label(name: str) -> str:
     return name.rsplit("-s", 1)[0] if name.rsplit("-s", 1)[-1].isdigit() else name
 
@@ -197,7 +208,7 @@ def group(runs: list[Run]) -> list[Configuration]:
     for run in runs:
         if run.config is None:
             continue
-        params = {k: v for k, v in run.config.items() if k not in NOT_HYPERPARAMETERS}
+        params = hyperparameters(run.config)
         key = yaml.safe_dump(params, sort_keys=True)
         configs.setdefault(key, Configuration(_label(run.name), params)).runs.append(run)
     by_label = {c.label: c for c in configs.values()}
@@ -573,6 +584,10 @@ def _best_passing(configs: list[Configuration], metric: PassMetric) -> str | Non
     reached = [(m, g) for m, g in medians if m is not None]
     if len(medians) < 2 or not reached:
         return None
+    if len(reached) < len(medians):  # a median not reached is only a bound: no ranking of the medians
+        listed = ", ".join(f"{g.label} {g.describe(metric)[3]}" for _, g in medians)
+        return (f"*Estimate:* median to pass: {listed}; a median not reached is a lower bound, and no configuration "
+                "passes significantly sooner or later than the control, so this decides nothing.")  # fmt: skip
     m, g = min(reached, key=lambda mg: mg[0])
     return (
         f"*Estimate:* the shortest median to pass is {g.label}'s ({fmt_value(m, metric)}); no configuration passes "

@@ -101,7 +101,8 @@ def _logrank_z(runs: list[Passing], first: set[int]) -> float:
 
     ones = [r for i, r in enumerate(runs) if i in first]
     rest = [r for i, r in enumerate(runs) if i not in first]
-    return float(logrank(side(ones), side(rest)).statistic)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a split with no variance: nan, counted as 0 below
+        return float(logrank(side(ones), side(rest)).statistic)
 
 
 def logrank_permutation(treated: list[Passing], control: list[Passing]) -> tuple[float, float]:
