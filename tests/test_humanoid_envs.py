@@ -97,12 +97,92 @@ def test_jvrc_step_target_advances_after_a_foot_holds_it_for_a_swing():
     env = make_env("jvrc_step", 1)
     env.reset_one(0, np.random.default_rng(0))
     assert env.hold_frames == 16  # one swing, 0.4 s at 40 Hz (LHW: 0.75 s, 30 frames)
-    for _ in range(15):
-        assert env._advance_targets(np.array([0.1]))[0] and env.target[0] == 0
-    env._advance_targets(np.array([0.1]))
+    sole = env.sole_positions()[0, 0]
+
+    def hold(offset: float) -> None:  # the target `offset` m from the right sole; the robot is not stepped
+        env.plan[0, env.target[0], :3] = sole + (offset, 0.0, 0.0)
+        env._task_step()
+
+    for frame in range(1, 16):
+        hold(0.1)
+        assert env.target[0] == 0 and env.reached[0] == frame
+    hold(0.1)
     assert env.target[0] == 1 and env.reached[0] == 0  # the 16th frame moves on
-    env._advance_targets(np.array([0.3]))  # outside the 0.2 m radius: the count starts again
-    assert env.reached[0] == 0
+    hold(0.1)
+    hold(0.3)  # outside the 0.2 m radius: the count starts again
+    assert env.target[0] == 1 and env.reached[0] == 0
+
+
+def _step_terms(env, target: np.ndarray, reached: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each stepping term from its definition, numpy, from the targets before this step's progress; and the
+    targets after it."""
+    from ppolab.envs.step import N_STEPS, PLANS
+
+    b, c, s, rows = env.batch, env.cfg, env.s, np.arange(env.num_envs)
+    feet = b.sensors[:, s.sole_pos].reshape(-1, 2, 3)
+
+    def nearest(point):
+        return np.sqrt(((feet - point[:, None, :]) ** 2).sum(2).min(axis=1))
+
+    inside = nearest(env.plan[rows, target, :3]) < c.target_radius
+    reached = np.where(inside, reached + 1, 0)
+    done = inside & (reached >= env.hold_frames)
+    target = np.where(done, np.minimum(target + 1, N_STEPS - 1), target)
+    t1, t2 = env.plan[rows, target], env.plan[rows, np.minimum(target + 1, N_STEPS - 1)]
+    clock = np.where((env.kind == PLANS.index("standing"))[:, None], 1.0, env.clock[env.phase])
+    force = np.clip(b.sensors[:, s.touch] / (0.5 * env.weight), 0.0, 1.0)
+    speed = np.clip(np.linalg.norm(b.sensors[:, s.sole_vel].reshape(-1, 2, 3), axis=2) / 0.2, 0.0, 1.0)
+    q, half = b.qpos[:, 3:7], t1[:, 3] / 2
+    align = q[:, 0] * np.cos(half) + q[:, 3] * np.sin(half)
+    height = np.abs(b.qpos[:, 2] - feet[:, :, 2].min(axis=1) - env.goal_height)
+    hit = np.where(inside & ~done, np.exp(-nearest(t1[:, :3]) / 0.25), 0.0)
+    mid = b.qpos[:, :2] - (t1[:, :2] + t2[:, :2]) / 2
+    head = b.sensors[:, s.head_pos][:, :2] - b.qpos[:, :2]
+    terms = {
+        "foot_force": np.mean(np.tan(np.pi / 4 * clock * (2 * force - 1)), axis=1),
+        "foot_velocity": np.mean(np.tan(np.pi / 4 * -clock * (2 * speed - 1)), axis=1),
+        "orientation": np.exp(-10.0 * (1.0 - align**2)),
+        "height": np.exp(-40.0 * np.where(height < 0.01, 0.0, height) ** 2),
+        "step": 0.8 * hit + 0.2 * np.exp(-np.linalg.norm(mid, axis=1) / 2),
+        "upper_body": np.exp(-10.0 * (head**2).sum(1)),
+    }
+    return terms, target
+
+
+@pytest.mark.parametrize("name", ["jvrc_step", "berkeley_step"])
+def test_each_stepping_reward_term_and_the_targets_observed_are_what_their_definitions_say(name):
+    """The stepping task is compiled (step_kernels); with one weight at 1 and the rest 0 its reward must equal
+    that term from its definition, on states a random policy reaches, with targets placed under the feet so
+    that some are held and reached; and the observed targets are the next two in the root's frame."""
+    from ppolab.envs.humanoid import wrap_angle, yaw
+    from ppolab.envs.step import N_STEPS, PLANS, StepRewards
+
+    fields = list(StepRewards.model_fields)
+    rng = np.random.default_rng(5)
+    for k, term in enumerate(fields):
+        env = make_env(name, 5, {"rewards": {f: float(f == term) for f in fields}})
+        for i in range(5):
+            env.reset_one(i, np.random.default_rng(10 * k + i))
+        env.kind[4] = PLANS.index("standing")  # its clock is held and its targets hidden
+        for _ in range(40):
+            env.batch.apply(rng.normal(0.0, 0.3, (5, env.act_dim)))
+            env.phase = (env.phase + 1) % env.period
+            near = env.sole_positions()[[0, 1], [0, 1]]  # envs 0 and 1: their targets under a sole, held
+            env.plan[[0, 1], env.target[[0, 1]], :3] = near + 0.05
+            expected, target = _step_terms(env, env.target.copy(), env.reached.copy())
+            np.testing.assert_allclose(env._task_step(), expected[term], rtol=1e-9, atol=1e-12, err_msg=term)
+            np.testing.assert_array_equal(env.target, target)
+        assert env.target[:2].min() >= 2  # held targets were reached
+        qpos, rows = env.batch.qpos, np.arange(5)
+        heading = yaw(qpos[:, 3:7])
+        for j in range(2):
+            t = env.plan[rows, np.minimum(env.target + j, N_STEPS - 1)]
+            d = t[:, :2] - qpos[:, :2]
+            want = np.stack([np.cos(heading) * d[:, 0] + np.sin(heading) * d[:, 1],
+                             np.cos(heading) * d[:, 1] - np.sin(heading) * d[:, 0], t[:, 2] - qpos[:, 2],
+                             wrap_angle(t[:, 3] - heading)], axis=1)  # fmt: skip
+            want[env.kind == PLANS.index("standing")] = 0.0  # a standing plan shows no targets
+            np.testing.assert_allclose(env._targets_in_root_frame()[:, 4 * j : 4 * j + 4], want, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["jvrc_walk", "jvrc_step", "h1_walk", "g1_walk", "berkeley_step", "t1_stand"])

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppolab.envs.gait_clock import clock_observation, clock_score, clock_tables
-from ppolab.envs.humanoid import Range, Weights5, wrap_angle, yaw
+from ppolab.envs.gait_clock import clock_observation, clock_tables
+from ppolab.envs.humanoid import Range, Weights5, yaw
 from ppolab.envs.protocol import Marker
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
@@ -34,12 +34,6 @@ PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
 TWO = np.arange(2)
 RED, ORANGE, GREY = (0.9, 0.1, 0.1, 0.9), (0.95, 0.55, 0.1, 0.8), (0.5, 0.5, 0.5, 0.4)  # targets in a video
-
-
-def nearest_sole(feet: np.ndarray, point: np.ndarray) -> np.ndarray:
-    """(n,) distance from each env's (3,) point to the nearer of its two soles (n, 2, 3)."""
-    d = feet - point[:, None, :]
-    return np.sqrt((d * d).sum(2).min(axis=1))
 
 
 class StepRewards(BaseModel):
@@ -98,6 +92,7 @@ class StepTask(RobotTask):
         self.iteration = 0
         self.clock_obs = clock_observation(self.period)
         self._rows = np.arange(n)
+        self._kernel_tables()
         self.layout = self.observation_layout([("clock", 2), ("targets", 8)])
         self.obs_dim, self.act_dim = self.layout["targets"].stop, self.n_legs
         # clock half a cycle on; dy and dyaw of both targets flip
@@ -171,18 +166,27 @@ class StepTask(RobotTask):
         self.target[i] = 0
         self.reached[i] = 0
 
+    def _kernel_tables(self) -> None:
+        """What the compiled step needs that never changes: where its sensors are, the reward's weights and
+        normalisers, and the arrays it writes into."""
+        from ppolab.envs import step_kernels  # numba: imported by the envs that step, not by every ppolab command
+
+        s, w = self.s, self.cfg.rewards
+        self._kernels = step_kernels
+        self._sensor_at = np.array([s.sole_pos.start, s.sole_vel.start, s.touch.start, s.head_pos.start])
+        self._weights = np.array([w.foot_force, w.foot_velocity, w.orientation, w.height, w.step, w.upper_body])
+        self._reward_out = np.empty(self.num_envs)
+        self._targets_out = np.empty((self.num_envs, 8))
+
+    def _standing(self) -> np.ndarray:
+        return self.kind == PLANS.index("standing")
+
     def _targets_in_root_frame(self) -> np.ndarray:
-        """The next two targets (x, y, z, yaw) relative to the root's position and heading; zeros when standing."""
-        b = self.batch
-        heading = yaw(b.qpos[:, 3:7])[:, None]
-        k = np.minimum(self.target[:, None] + TWO, N_STEPS - 1)
-        t = self.plan[self._rows[:, None], k]  # (n, 2, 4)
-        d = t[..., :3] - b.qpos[:, None, :3]
-        cos, sin = np.cos(heading), np.sin(heading)
-        out = np.stack([cos * d[..., 0] + sin * d[..., 1], cos * d[..., 1] - sin * d[..., 0], d[..., 2],
-                        wrap_angle(t[..., 3] - heading)], axis=2)  # fmt: skip
-        standing = self.kind == PLANS.index("standing")
-        return np.where(standing[:, None], 0.0, out.reshape(self.num_envs, 8))
+        """The next two targets (x, y, z, yaw) relative to the root's position and heading; zeros when standing
+        (compiled: step_kernels)."""
+        self._kernels.targets_in_root_frame(self.batch.qpos, self.plan, self.target, self._standing(),
+                                            self._targets_out)  # fmt: skip
+        return self._targets_out
 
     def observe(self) -> np.ndarray:
         obs = np.concatenate([self.proprioception(), self.clock_obs[self.phase], self._targets_in_root_frame()], axis=1)
@@ -211,39 +215,24 @@ class StepTask(RobotTask):
         return self.sole_positions()[:, :, 2].min(axis=1)
 
     # -- stepping -------------------------------------------------------------------
-    def _advance_targets(self, dist: np.ndarray) -> np.ndarray:
-        """Count frames a foot stays on the target; after `hold_frames` the next target follows.
-        Returns which envs have a foot within the radius now."""
-        inside = dist < self.cfg.target_radius
-        self.reached = np.where(inside, self.reached + 1, 0)
-        done = inside & (self.reached >= self.hold_frames)
-        self.target = np.where(done, np.minimum(self.target + 1, N_STEPS - 1), self.target)
-        self.reached[done] = 0
-        return inside & ~done
+    def _task_step(self) -> np.ndarray:
+        """The targets' progress and the reward, on the state the physics left (compiled: step_kernels).
+
+        A target is reached once a sole has stayed within `target_radius` of it for `hold_frames` frames; the
+        next one follows. The reward, weighted by StepRewards: the feet's force and speed against the gait
+        clock (both feet bear weight on a standing plan), the root's heading against the target's, the root's
+        height over the lower sole beyond 0.01 m, the step term (0.8 exp(-d / 0.25) while a sole is within the
+        radius of the target, d its distance, plus 0.2 exp(-|root - midpoint of the next two targets| / 2)), and
+        the head's horizontal offset over the root."""
+        c = self.cfg
+        self._kernels.step_reward(self.batch.sensors, self.batch.qpos, self.plan, self._standing(), self.target,
+                                  self.reached, self.clock, self.phase, self._sensor_at, self.hold_frames,
+                                  c.target_radius, self.goal_height, 2.0 / self.weight, self._weights,
+                                  self._reward_out)  # fmt: skip
+        return self._reward_out.copy()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        b, w = self.batch, self.cfg.rewards
-        b.apply(action)
+        self.batch.apply(action)
         self.phase = (self.phase + 1) % self.period
-        rows = self._rows
-        feet = self.sole_positions()
-        inside = self._advance_targets(nearest_sole(feet, self.plan[rows, self.target, :3]))
-        t1, t2 = self.plan[rows, self.target], self.plan[rows, np.minimum(self.target + 1, N_STEPS - 1)]
-        hit = np.where(inside, np.exp(-nearest_sole(feet, t1[:, :3]) / 0.25), 0.0)
-        mid = b.qpos[:, :2] - (t1[:, :2] + t2[:, :2]) / 2
-        progress = np.exp(-np.sqrt((mid * mid).sum(1)) / 2)
-        frc_clock = np.where((self.kind == PLANS.index("standing"))[:, None], 1.0, self.clock[self.phase])
-        force = np.clip(b.sensors[:, self.s.touch] / (0.5 * self.weight), 0.0, 1.0)
-        speed = np.clip(self.sole_speeds() / 0.2, 0.0, 1.0)
-        q = b.qpos[:, 3:7]
-        half = t1[:, 3] / 2  # the target's heading as a quaternion (w, 0, 0, z)
-        align = q[:, 0] * np.cos(half) + q[:, 3] * np.sin(half)
-        height_err = np.abs(b.qpos[:, 2] - feet[:, :, 2].min(axis=1) - self.goal_height)
-        reward = (
-            w.foot_force * clock_score(frc_clock, force) + w.foot_velocity * clock_score(-frc_clock, speed)
-            + w.orientation * np.exp(-10.0 * (1.0 - align**2))
-            + w.height * np.exp(-40.0 * np.where(height_err < 0.01, 0.0, height_err) ** 2)
-            + w.step * (0.8 * hit + 0.2 * progress)
-            + w.upper_body * np.exp(-10.0 * np.sum(self.head_offset() ** 2, axis=1))
-        )  # fmt: skip
+        reward = self._task_step()
         return self.observe(), reward, self.fallen()

@@ -1,48 +1,18 @@
-"""The walking task's per-step arithmetic, compiled: its observed command and its reward, one loop over the envs.
-
-Why compiled: the task runs for every env at every control step, and in numpy its cost is per call, not per
-element. Batched as far as numpy goes (two reductions for ten terms), the command and the reward still took
-dozens of calls a batch step: 120-160 us for 6 envs against about 1.2 ms of `mj_step`, a tenth of a
-sampling process's time (benchmarks/README.md, "Humanoid sampling speed"). One compiled loop does the same in
-a few microseconds. Each env is computed on its own, in a fixed order, so a row's result never depends on
-how many envs a process steps (a seed's metrics do not depend on the core count).
-
-numba compiles on first use and keeps the machine code in a cache (beside this file, or in the user's cache
-folder where this one is read-only; see `compiled`): a new process loads it in about 0.4 s of numba's own
-start-up instead of compiling for 1.5 s, once, before a sampler forks its workers. The terms are
-defined in `WalkTask`'s docstrings; tests/test_humanoid_envs.py checks each against its own numpy expression.
+"""The walking task's per-step arithmetic, compiled (why and how: ppolab/envs/compiled.py): its observed command
+and its reward, one loop over the envs. The terms are defined in `WalkTask`'s docstrings;
+tests/test_humanoid_envs.py checks each against its own numpy expression.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-from numba import njit
+
+from ppolab.envs.compiled import clamp, compiled, foot_clock_score, heading_of, wrap
 
 STANDING, FORWARD = 0, 2  # walk.py's modes, not imported from it: walk.py imports this module (lazily, to keep
 # numba out of commands that build no walker), and the layers allow no import cycle
-
-
-def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`njit` with its machine code cached on disk where numba finds a writable folder; where it finds none
-    (a read-only install and a read-only home: numba refuses `cache=True` then), compiled in each process."""
-    try:
-        return njit(cache=True)(fn)
-    except RuntimeError:
-        return njit(fn)
-
-
-@njit(inline="always")  # inlined into the kernels: no symbol of its own to cache
-def _wrap(angle: float) -> float:
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
-
-
-@njit(inline="always")  # inlined into the kernels: no symbol of its own to cache
-def _clamp(x: float, limit: float) -> float:
-    return min(max(x, -limit), limit)
 
 
 @compiled
@@ -55,9 +25,9 @@ def walk_command(
     mode's velocity plus, in the forward mode, the correction back onto the line the mode started on."""
     for i in range(qpos.shape[0]):
         w, x, y, z = qpos[i, 3], qpos[i, 4], qpos[i, 5], qpos[i, 6]
-        h = math.atan2(2.0 * (w * z) + 2.0 * (x * y), 1.0 - (2.0 * (y * y) + 2.0 * (z * z)))
-        error = _wrap(heading_ref[i] - h)
-        correction = _clamp(heading_gain * error, heading_limit)
+        h = heading_of(w, x, y, z)
+        error = wrap(heading_ref[i] - h)
+        correction = clamp(heading_gain * error, heading_limit)
         if not heading_standing and mode[i] == STANDING:
             correction = 0.0
         command[i, 0] = rate[i] + correction
@@ -66,15 +36,9 @@ def walk_command(
         if lateral_gain > 0.0 and mode[i] == FORWARD:
             ref = heading_ref[i]
             offset = math.cos(ref) * (qpos[i, 1] - line_origin[i, 1]) - math.sin(ref) * (qpos[i, 0] - line_origin[i, 0])
-            command[i, 2] += _clamp(-lateral_gain * offset, lateral_limit)  # left of the line: offset > 0
+            command[i, 2] += clamp(-lateral_gain * offset, lateral_limit)  # left of the line: offset > 0
         heading[i] = h
         heading_error[i] = error
-
-
-@njit(inline="always")  # inlined into the kernels: no symbol of its own to cache
-def _clock_score(clock: float, value: float) -> float:
-    """gait_clock.clock_score for one foot: +1 when the normalised value is what the clock asks for."""
-    return math.tan(0.25 * math.pi * clock * (2.0 * min(max(value, 0.0), 1.0) - 1.0))
 
 
 @compiled
@@ -102,8 +66,8 @@ def walk_reward(
         speed = 0.0
         for f in range(2):
             v = s[sole + 3 * f : sole + 3 * f + 3]
-            force += _clock_score(clock[f], s[touch + f] * touch_scale)
-            speed += _clock_score(-clock[f], math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) * speed_scale)
+            force += foot_clock_score(clock[f], s[touch + f] * touch_scale)
+            speed += foot_clock_score(-clock[f], math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) * speed_scale)
         c, sn = math.cos(heading[i]), math.sin(heading[i])
         vx = c * qvel[i, 0] + sn * qvel[i, 1]  # the root's velocity in its heading's frame
         vy = c * qvel[i, 1] - sn * qvel[i, 0]
