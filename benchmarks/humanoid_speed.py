@@ -41,6 +41,7 @@ from ppolab.ppo.playback import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampler import LocalSampler, split_slots
 from ppolab.ppo.trainer import build_networks
+from ppolab.util.files import atomic_write_text, output_file
 from ppolab.util.system import available_cores
 
 HIDDEN = [256, 256]
@@ -284,7 +285,7 @@ def main() -> None:
                     help="envs whose preset also trains, end to end against sampling alone")  # fmt: skip
     ap.add_argument("--iterations", type=int, default=8, help="iterations of each end-to-end run (default: 8)")
     ap.add_argument("--runs", type=int, default=3, help="interleaved sampling-alone / end-to-end pairs")
-    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = ap.parse_args()
     cores = available_cores()
     results = {}
@@ -331,8 +332,8 @@ def main() -> None:
                   f"{100 * pairs[-1]['ratio']:.0f}% of sampling alone ({alone:,.0f}); bar >= 60%")  # fmt: skip
         results.setdefault(name, {})["end_to_end"] = pairs
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, **results}, f, indent=2)
+        record = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, **results}
+        atomic_write_text(args.json, json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

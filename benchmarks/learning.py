@@ -20,6 +20,8 @@ from pathlib import Path
 
 import recommended
 
+from ppolab.util.files import atomic_write_text, output_file
+
 
 def run_seed(seed: int, n_itr: int, eval_freq: int, threshold: float, logdir: Path) -> dict:
     cmd = recommended.train_command(n_itr, seed, eval_freq, str(logdir), "--run-name", f"seed{seed}")
@@ -53,7 +55,7 @@ def main() -> None:
     ap.add_argument("--eval-freq", type=int, default=10)
     ap.add_argument("--threshold", type=float, default=450.0)
     ap.add_argument("--logdir", help="keep the runs here (default: a temporary folder)")
-    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +76,7 @@ def main() -> None:
     ok = sum(r["reached"] for r in rows)
     print(f"{ok}/{len(rows)} seeds reached a mean eval reward >= {args.threshold:g} within {args.n_itr} iterations")
     if args.json:
-        Path(args.json).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "runs": rows}, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps({"date": time.strftime("%Y-%m-%d"), "runs": rows}, indent=2) + "\n")
     sys.exit(0 if ok == len(rows) else 1)
 
 

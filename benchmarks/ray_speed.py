@@ -23,6 +23,7 @@ from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.trainer import build_networks
+from ppolab.util.files import atomic_write_text, output_file
 
 
 def main() -> None:
@@ -31,7 +32,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, nargs="+", default=[50, 100, 200, 500, 1000])
     ap.add_argument("--hidden-sizes", type=int, nargs="+", default=[64, 64])
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = ap.parse_args()
 
     import ray
@@ -76,9 +77,8 @@ def main() -> None:
     below = next((r["batch"] for k, r in enumerate(rows) if all(x["ray_overhead"] < 0.10 for x in rows[k:])), None)
     print(f"Ray's overhead is below 10% from a batch of {below:,} steps" if below else "Ray's overhead stays >= 10%")
     if args.json:
-        with open(args.json, "w") as f:
-            out = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, "env": args.env, "rows": rows}
-            json.dump(out, f, indent=2)
+        out = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename, "env": args.env, "rows": rows}
+        atomic_write_text(args.json, json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

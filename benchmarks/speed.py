@@ -34,6 +34,7 @@ from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.trainer import build_networks, hyper
 from ppolab.ppo.update import choose_update
+from ppolab.util.files import atomic_write_text, output_file
 from ppolab.util.system import available_cores
 
 
@@ -173,7 +174,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=20, help="training iterations for the end-to-end figure")
     ap.add_argument("--repeats", type=int, default=5, help="repeats per micro-measurement (best is kept)")
     ap.add_argument("--runs", type=int, default=5, help="interleaved sampling-alone / end-to-end pairs (bars)")
-    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = ap.parse_args()
 
     cfg = recommended.config()
@@ -213,8 +214,7 @@ def main() -> None:
     result["update"].update(gflop=gflop, matmul_gflops=peak)
     result["bars"] = bars(cfg, params, args)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(result, indent=2) + "\n")
 
 
 def bars(cfg: TrainConfig, params: dict, args) -> list[dict]:

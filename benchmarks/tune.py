@@ -28,6 +28,8 @@ import optuna
 import recommended
 import yaml
 
+from ppolab.util.files import atomic_write_text, output_file
+
 SEARCHED = {
     "lr": {"type": "float", "low": 1.0e-4, "high": 3.0e-3, "log": True},
     "entropy_coeff": {"type": "float", "low": 0.0, "high": 0.02},
@@ -56,7 +58,7 @@ def main() -> None:
     ap.add_argument("--n-itr", type=int, default=100, help="iterations per run (the fixed budget; default: 100)")
     ap.add_argument("--confirm-seeds", type=int, nargs="+", default=[101, 102, 103])
     ap.add_argument("--root", default="benchmarks/runs/tune", help="where everything goes (emptied first)")
-    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = ap.parse_args()
 
     root = Path(args.root).resolve()
@@ -108,7 +110,7 @@ def main() -> None:
         }
     print(json.dumps(result, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

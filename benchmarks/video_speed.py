@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ppolab.util.files import atomic_write_text, output_file
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,7 +62,7 @@ def main() -> None:
     ap.add_argument("--env", default="jvrc_walk", help="a shipped policy (pretrained/ENV)")
     ap.add_argument("--frames", type=int, default=400)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = ap.parse_args()
     policy = str(REPO / "pretrained" / args.env)
     common = ["--path", policy, "--episodes", "1", "--max-steps", str(args.frames)]
@@ -79,7 +81,7 @@ def main() -> None:
     for label, ms in costs.items():
         print(f"  one frame {label}: {ms:.0f} ms")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ can read results, state and checkpoints.
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import re
@@ -128,4 +129,18 @@ def check_output_file(flag: str, name: str, suffix: str, why: str = "", make_fol
         except OSError as exc:
             raise UserError(f"{flag} {name}: cannot write in {folder} ({exc.strerror}); choose another place") from None
         probe.unlink()
+    return path
+
+
+def output_file(text: str) -> Path:
+    """An argparse type for a file a long command writes at its end (a benchmark's --json): its folder is made
+    now, so that a run of minutes never fails at its last line over a missing folder; a path that is a folder
+    is refused at once."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name, such as {path / 'figures.json'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot make the folder {path.parent} ({exc.strerror})") from None
     return path
