@@ -218,7 +218,8 @@ def test_jvrc_walk_clock_runs_and_the_mode_switches_during_an_episode():
 
 def test_jvrc_walk_gait_clock_is_lhw_s():
     """Right swing 0.75 s, double support 0.35 s, left swing, double support; smooth in between."""
-    from ppolab.envs.gait_clock import clock_score, clock_tables
+    from ppolab.envs.compiled import foot_clock_score
+    from ppolab.envs.gait_clock import clock_tables
 
     table, double = clock_tables(0.75, 0.35, 0.025)
     right, left = table[:, 0], table[:, 1]
@@ -228,9 +229,9 @@ def test_jvrc_walk_gait_clock_is_lhw_s():
     np.testing.assert_allclose(np.roll(table[:, ::-1], 44, axis=0), table, atol=1e-12)  # mirror = half a cycle
     assert (np.abs(np.diff(right)) < 0.7).all()  # no jump at touchdown or lift-off
     # a foot doing what its clock asks scores +1, the opposite -1
-    clock = np.array([[-1.0, 1.0]])
-    assert clock_score(clock, np.array([[0.0, 1.0]]))[0] == pytest.approx(1.0)
-    assert clock_score(clock, np.array([[1.0, 0.0]]))[0] == pytest.approx(-1.0)
+    assert foot_clock_score(-1.0, 0.0) == pytest.approx(1.0) and foot_clock_score(1.0, 1.0) == pytest.approx(1.0)
+    assert foot_clock_score(-1.0, 1.0) == pytest.approx(-1.0) and foot_clock_score(1.0, 0.0) == pytest.approx(-1.0)
+    assert foot_clock_score(0.0, 0.7) == 0.0 and foot_clock_score(1.0, 2.0) == pytest.approx(1.0)  # clipped
 
 
 @pytest.mark.parametrize("swing, stance, dt, relax", [(0.75, 0.35, 0.025, 0.1), (0.4, 0.15, 0.025, 0.1),

@@ -49,5 +49,7 @@ def heading_of(w: float, x: float, y: float, z: float) -> float:
 
 @njit(inline="always")
 def foot_clock_score(clock: float, value: float) -> float:
-    """gait_clock.clock_score for one foot: +1 when the normalised value is what the clock asks for."""
+    """tan(pi/4 x clock x (2 value - 1)), the value clipped to [0, 1]: +1 when a foot's normalised force or
+    speed is what its clock in [-1, 1] asks for (LHW's clock reward), -1 when it is the opposite, 0 for a clock
+    at 0. A task averages it over the feet."""
     return math.tan(0.25 * math.pi * clock * (2.0 * min(max(value, 0.0), 1.0) - 1.0))

@@ -11,7 +11,8 @@ SciPy's PchipInterpolator on these knots (tests/test_humanoid_envs.py), without
 importing scipy.interpolate (0.65 s) in every process that builds a walker.
 
 The phase is an integer count of control steps, so both clocks are tabulated
-once per env for the whole cycle: a step looks them up instead of evaluating splines.
+once per env for the whole cycle: a step looks them up instead of evaluating splines. A foot is scored
+against its clock by `compiled.foot_clock_score`, inside the tasks' compiled rewards.
 """
 
 from __future__ import annotations
@@ -64,10 +65,3 @@ def check_half_cycle(swing: float, stance: float, control_dt: float) -> None:
             f"swing_duration + stance_duration ({swing + stance:g} s) must be a whole number of control steps "
             f"({control_dt:g} s), so that half a gait cycle mirrors the other half"
         )
-
-
-def clock_score(clock: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """tan(pi/4 * clock * (2 value - 1)), averaged over the feet (the last axis): +1 when each foot's
-    normalised value in [0, 1] is what its clock in [-1, 1] asks for, -1 when it is the opposite, 0 for a
-    clock at 0. Leading axes are kept: (n, terms, feet) scores several terms in one call."""
-    return np.tan((np.pi / 4) * clock * (2.0 * value - 1.0)).sum(-1) * (1.0 / clock.shape[-1])

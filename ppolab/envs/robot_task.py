@@ -227,9 +227,6 @@ class RobotTask:
         """(n, 2, 3) world position of the bottom of the right and the left sole."""
         return self.batch.sensors[:, self.s.sole_pos].reshape(-1, 2, 3)
 
-    def sole_speeds(self) -> np.ndarray:
-        return np.linalg.norm(self.batch.sensors[:, self.s.sole_vel].reshape(-1, 2, 3), axis=2)
-
     def head_offset(self) -> np.ndarray:
         """(n, 2) horizontal offset of the head point from the root."""
         return self.batch.sensors[:, self.s.head_pos][:, :2] - self.batch.qpos[:, :2]

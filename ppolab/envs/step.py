@@ -32,7 +32,6 @@ from ppolab.envs.walk import IN_PLACE, ONE_HOT
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
 N_STEPS = 20  # targets per plan, as LHW's
-TWO = np.arange(2)
 RED, ORANGE, GREY = (0.9, 0.1, 0.1, 0.9), (0.95, 0.55, 0.1, 0.8), (0.5, 0.5, 0.5, 0.4)  # targets in a video
 
 
@@ -91,7 +90,6 @@ class StepTask(RobotTask):
         self.phase = np.zeros(n, dtype=int)
         self.iteration = 0
         self.clock_obs = clock_observation(self.period)
-        self._rows = np.arange(n)
         self._kernel_tables()
         self.layout = self.observation_layout([("clock", 2), ("targets", 8)])
         self.obs_dim, self.act_dim = self.layout["targets"].stop, self.n_legs
