@@ -89,7 +89,7 @@ def test_resume_folder_without_checkpoint(tmp_path):
 def test_resume_refuses_to_change_the_configuration(trained_run):
     proc = run_ppolab("train", "--resume", str(trained_run), "--lr", "0.1")
     assert proc.returncode == 2
-    assert "drop --lr (only --n-itr may change)" in proc.stderr
+    assert "drop --lr (only --n-itr and --time-limit may change)" in proc.stderr
 
 
 def test_continued_from_a_different_network_shape(trained_run, tmp_path):

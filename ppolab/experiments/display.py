@@ -13,6 +13,7 @@ from pathlib import Path
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import RESULTS_FILE, STATE_FILE, SweepState
+from ppolab.ppo.config import seconds_left
 from ppolab.ppo.run_folder import Records, RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table
@@ -59,13 +60,13 @@ def status_data(sweep_dir: Path, planned: list[PlannedRun], ask_slurm: bool = Tr
     rows = []
     for i, p in enumerate(planned, start=1):
         entry = state.runs.get(p.name) if state else None
-        n_itr = p.config.get("n_itr", 20000)
+        n_itr, limit = p.config.get("n_itr", 20000), p.config.get("time_limit")
         row = {"run": i, "name": p.name, "state": RunState.PENDING, "reason": None, "iteration": 0, "n_itr": n_itr,
-               "elapsed_s": None, "eta_s": None, "latest_reward": None, "attempts": 0}  # fmt: skip
+               "time_limit": limit, "elapsed_s": None, "eta_s": None, "latest_reward": None, "attempts": 0}  # fmt: skip
         if slurm_job:
             row["slurm_task"] = f"{slurm_job}_{i - 1} {slurm_states.get(i - 1, 'gone')}"
         if entry is not None:
-            row.update(_progress(sweep_dir, state, p.name, entry, n_itr, now))
+            row.update(_progress(sweep_dir, state, p.name, entry, (n_itr, limit), now))
         rows.append(row)
     return rows
 
@@ -82,7 +83,8 @@ def check_label(records: Records) -> str | None:
     return f"{failed[0] if failed else 'a check'} fails (at {last['iteration']})"
 
 
-def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr: int, now: dt.datetime) -> dict:
+def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, budget: tuple, now: dt.datetime) -> dict:
+    """A started run's progress from its folder; `budget` is its (n_itr, time_limit)."""
     records = RunFolder(sweep_dir / entry.get("run_dir", f"runs/{name}")).records()
     iters = records.iterations
     done_itr = iters[-1]["iteration"] + 1 if iters else 0
@@ -90,7 +92,8 @@ def _progress(sweep_dir: Path, state: SweepState, name: str, entry: dict, n_itr:
     run_state = state.effective_state(name)
     eta = None
     if run_state == RunState.RUNNING and done_itr:
-        eta = iters[-1]["total_time"] / done_itr * (n_itr - done_itr)
+        total = iters[-1]["total_time"]
+        eta = seconds_left(total / done_itr, done_itr, budget[0], total, budget[1])
     latest = next((r["mean_eprew"] for r in reversed(iters) if r["mean_eprew"] == r["mean_eprew"]), None)
     return {
         "state": run_state, "reason": entry.get("reason") if run_state != RunState.DONE else None,
@@ -128,11 +131,17 @@ def status(sweep_dir: Path, planned: list[PlannedRun]) -> str:
 
 
 def sweep_line(rows: list[dict]) -> str:
-    """Runs done of planned, and the sweep's ETA: the iterations left at the pace measured so far."""
+    """Runs done of planned, and the sweep's ETA: each run's iterations left at the pace measured so far, or its
+    minutes left to its time limit, whichever ends it first."""
     done = sum(r["state"] == RunState.DONE for r in rows)
     paces = [r["s_per_iteration"] for r in rows if r.get("s_per_iteration")]
-    left = sum(r["n_itr"] - r["iteration"] for r in rows if r["state"] not in (RunState.DONE, RunState.FAILED))
-    eta = "-" if not left else duration(left * sum(paces) / len(paces)) if paces else "unknown until a run starts"
+    going = [r for r in rows if r["state"] not in (RunState.DONE, RunState.FAILED)]
+    left = sum(r["n_itr"] - r["iteration"] for r in going)
+    eta = "-" if not left else "unknown until a run starts"
+    if left and paces:
+        pace = sum(paces) / len(paces)
+        eta = duration(sum(seconds_left(pace, r["iteration"], r["n_itr"], r["elapsed_s"] or 0.0, r["time_limit"])
+                           for r in going))  # fmt: skip
     return f"Sweep: {done}/{len(rows)} runs done, {count(left, 'iteration')} left, ETA {eta}"
 
 

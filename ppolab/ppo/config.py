@@ -90,6 +90,12 @@ class TrainConfig(BaseModel):
     stop_on_pass: bool = Field(
         False, description="end the run at the first round of checks that passes (with --check-every)"
     )
+    time_limit: float | None = Field(
+        None, gt=0, le=10**7,
+        description="end the run once it has trained this many minutes (a resumed run counts its earlier time): "
+        "a budget in wall time, the same for every configuration of a sweep or study, where --n-itr's changes "
+        "with the batch and the physics step. Default: none (--n-itr alone)",
+    )  # fmt: skip
     eval_episodes: int = Field(10, gt=0, le=MAX_EPISODES, description="deterministic episodes per evaluation")
     seed: int | None = Field(
         None, ge=0, le=MAX_SEED, description="random seed, 0..2^32-1 (default: drawn at random and recorded)"
@@ -256,6 +262,13 @@ class TrainConfig(BaseModel):
                 "cannot go on across iterations; leave out --steps-per-env or --recurrent"
             )
         return self
+
+
+def seconds_left(pace: float, done: int, n_itr: int, elapsed: float, time_limit: float | None) -> float:
+    """What a run has left at `pace` seconds an iteration, `done` iterations and `elapsed` seconds in: its
+    iterations to --n-itr, or its minutes to --time-limit, whichever ends it first."""
+    left = pace * (n_itr - done)
+    return max(0.0, min(left, 60 * time_limit - elapsed)) if time_limit is not None else left
 
 
 def flag(field: str) -> str:

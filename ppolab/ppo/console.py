@@ -23,6 +23,8 @@ import math
 import sys
 from typing import TextIO
 
+from ppolab.ppo.config import seconds_left
+
 TABLE_ROWS = [
     ("Mean Eprew", "mean_eprew"),
     ("Mean Eplen", "mean_eplen"),
@@ -79,7 +81,7 @@ class Console:
             self.line(f"{k}: {v}")
         self.line("=" * 60)
 
-    def iteration(self, rec: dict, n_itr: int) -> None:
+    def iteration(self, rec: dict, n_itr: int, time_limit: float | None = None) -> None:
         self.line(f"********** Iteration {rec['iteration']} ************")
         self.line(f"Sampling took {rec['sample_time']:.2f}s for {rec['steps']} steps.")
         self.line(f"Optimizer took: {rec['optimizer_time']:.2f}s")
@@ -89,7 +91,7 @@ class Console:
         self.line(RULE)
         done = rec["iteration"] + 1
         iter_avg = rec["total_time"] / done
-        eta = fmt_eta(iter_avg * (n_itr - done))
+        eta = fmt_eta(seconds_left(iter_avg, done, n_itr, rec["total_time"], time_limit))
         self.line(
             f"Total time elapsed: {rec['total_time']:.2f}s. Total steps: {rec['total_steps']} "
             f"(fps={rec['fps']:.2f}. iter-avg={iter_avg:.2f}s. ETA={eta})"

@@ -53,13 +53,16 @@ def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
     return cfg, None
 
 
+BUDGET = ("n_itr", "time_limit")  # what a resumed run may change: how long it goes on, not how it trains
+
+
 def _resumed(run_dir: Path, given: dict) -> TrainConfig:
     from ppolab.ppo.run_files import latest_run, load_config
 
-    extra = sorted(set(given) - {"n_itr"})
+    extra = sorted(set(given) - set(BUDGET))
     if extra:
         raise UserError(f"--resume continues a run with its saved configuration; drop {flag(extra[0])} "
-                        "(only --n-itr may change)")  # fmt: skip
+                        "(only --n-itr and --time-limit may change)")  # fmt: skip
     if not run_dir.is_dir():
         raise UserError(f"--resume: {run_dir} is not a folder")
     folder = RunFolder(run_dir)
@@ -71,9 +74,8 @@ def _resumed(run_dir: Path, given: dict) -> TrainConfig:
                             f"ppolab train --resume {shlex.quote(str(latest))}")  # fmt: skip
         raise UserError(f"--resume: {folder.last} is missing; no completed iteration to resume from")
     cfg = load_config(run_dir)
-    if "n_itr" in given:
-        cfg = build_config({**cfg.model_dump(), "n_itr": given["n_itr"]})
-    return cfg
+    budget = {k: v for k, v in given.items() if k in BUDGET}
+    return build_config({**cfg.model_dump(), **budget}) if budget else cfg
 
 
 def build_config(values: dict) -> TrainConfig:

@@ -257,9 +257,9 @@ def train(
                 evaluate_and_save(s, itr)
             passed = checking.due(cfg.check_every, itr, cfg.n_itr) and check_round(s, itr)
             save_last(s, itr)
-            if passed and cfg.stop_on_pass:
-                s.console.line(f"Stopping at iteration {itr}: every check passed (--stop-on-pass), after "
-                               f"{s.total_steps:,} env steps and {s.elapsed / 60:.1f} min")  # fmt: skip
+            if stop := _stopping(cfg, passed, s.elapsed):
+                s.console.line(f"Stopping at iteration {itr}: {stop}, after {s.total_steps:,} env steps and "
+                               f"{s.elapsed / 60:.1f} min")  # fmt: skip
                 break
     except KeyboardInterrupt:
         interrupted = True
@@ -275,6 +275,15 @@ def train(
         last = RunFolder(s.run_dir).last
         raise NoSpace(str(s.run_dir), 3 * last.stat().st_size / 1e6 if last.exists() else None)
     return s.run_dir, not interrupted
+
+
+def _stopping(cfg: TrainConfig, passed: bool, elapsed: float) -> str | None:
+    """Why the run ends before --n-itr, if it does: every check passed, or its time is up."""
+    if passed and cfg.stop_on_pass:
+        return "every check passed (--stop-on-pass)"
+    if cfg.time_limit is not None and elapsed >= 60 * cfg.time_limit:
+        return f"its time limit of {cfg.time_limit:g} min is reached (--time-limit)"
+    return None
 
 
 def _learner(cfg: TrainConfig, probe, device: torch.device, fresh: bool, notes: list[str]):
@@ -491,7 +500,7 @@ def log_iteration(s: Session, itr: int, traj, stats: dict, sample_time: float, o
         "total_time": total_time,
         "fps": s.total_steps / total_time,
     }
-    s.console.iteration(rec, s.cfg.n_itr)
+    s.console.iteration(rec, s.cfg.n_itr, s.cfg.time_limit)
     s.metrics.iteration(rec)
 
 
