@@ -162,3 +162,21 @@ def test_how_far_a_run_got_is_the_most_top_level_checks_one_round_passed():
     rounds = [rnd(49, walk__passed=0), best, rnd(149, walk__passed=1, stand__passed=0)]
     figures = first_pass(rounds)
     assert figures["checks_passed"] == 2 and not figures["passed"] and figures["iteration"] == 149
+
+
+def test_a_run_ended_by_its_time_limit_is_judged_censored_there_and_the_advice_names_the_time_limit():
+    """`--time-limit`: a run that never passed and ran out of minutes is a result (censored at its last round),
+    not an unfinished run; one still climbing asks for more minutes, not more iterations. A run stopped short
+    of both budgets (Ctrl-C) is still left out."""
+    fps = 1e4  # 0.1 s an iteration: 1 min is 600 iterations
+    timed = {"lr": 1e-3, "check_every": 10, "time_limit": 1.0}
+    out_of_time = synthetic.run("control-s1", 300, {**timed, "seed": 1}, 100_000, stop_at=600, passes_at=NEVER,
+                                fps=fps, climbing=True)  # fmt: skip
+    assert out_of_time.finished and out_of_time.improving
+    assert out_of_time.passing("time_to_pass") == Passing(60.0, False)
+    cut_short = synthetic.run("control-s2", 300, {**timed, "seed": 2}, 100_000, stop_at=300, passes_at=NEVER, fps=fps)
+    assert not cut_short.finished and cut_short.status == "stopped at iteration 300 of 100000"
+    passed = [synthetic.run(f"control-s{s}", 300, {**timed, "seed": s, "stop_on_pass": True}, 100_000,
+                            stop_at=at + 1, passes_at=at, fps=fps) for s, at in ((3, 99), (4, 199))]  # fmt: skip
+    text = compare([out_of_time, *passed], metric="time_to_pass")
+    assert "raise time_limit" in text and "raise n_itr" not in text

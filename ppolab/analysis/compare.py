@@ -152,9 +152,27 @@ def _status(cfg: dict, summary: RunSummary | None, state: str | None) -> str:
         return f"{state} after {done} of {planned} iterations"
     if summary is None:
         return "no completed iteration"
-    if isinstance(planned, int) and done < planned and not _stopped_on_pass(cfg, summary):
+    if (
+        isinstance(planned, int)
+        and done < planned
+        and not _stopped_on_pass(cfg, summary)
+        and not _time_up(cfg, summary)
+    ):
         return f"stopped at iteration {done} of {planned}"
     return "finished"
+
+
+def _time_up(cfg: dict, summary: RunSummary) -> bool:
+    """The run ended at its --time-limit: one more iteration at its pace would have passed it."""
+    limit = cfg.get("time_limit")
+    if not limit or not summary.iterations:
+        return False
+    return summary.total_time_s * (1 + 1 / summary.iterations) >= 60 * limit
+
+
+def budget(cfg: dict | None) -> str:
+    """The setting that sets how long a run trains: the one to raise for a run still improving."""
+    return "time_limit" if cfg and cfg.get("time_limit") else "n_itr"
 
 
 def climbing_at_end(cfg: dict, summary: RunSummary, rec: RunRecords) -> str | None:
@@ -534,8 +552,8 @@ def recommendations(configs, runs, ts, margin, margin_text, metric: str = "final
     improving = [r for r in judged if r.improving]
     if improving:
         recs.append(
-            f"raise n_itr: {len(improving)} of {len(judged)} finished runs had not levelled off "
-            f"({improving[0].name}: {improving[0].improving}), so the comparison is of curves still climbing."
+            f"raise {budget(improving[0].config)}: {len(improving)} of {len(judged)} finished runs had not levelled "
+            f"off ({improving[0].name}: {improving[0].improving}), so the comparison is of curves still climbing."
         )
     if metric in PASS_METRICS:  # the range and seed advice below reads final rewards
         return recs + _pass_seed_advice(configs, metric)
@@ -734,7 +752,7 @@ def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str 
     if improving and 2 * len(improving) >= len(judged):
         why += (
             f". Compared at a budget where the runs had not levelled off ({len(improving)} of {len(judged)} still "
-            "improving): raise n_itr before relying on it"
+            f"improving): raise {budget(improving[0].config)} before relying on it"
         )
     return result, why
 
