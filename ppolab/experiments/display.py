@@ -145,6 +145,15 @@ def sweep_line(rows: list[dict]) -> str:
     return f"Sweep: {done}/{len(rows)} runs done, {count(left, 'iteration')} left, ETA {eta}"
 
 
+def progress(row: dict) -> float:
+    """How far along a run is, 0..1: its iterations of n_itr, or its minutes of time_limit, whichever is
+    further (the one that will end it)."""
+    share = row["iteration"] / max(1, row["n_itr"])
+    if row.get("time_limit") and row.get("elapsed_s") and row["iteration"]:
+        share = max(share, row["elapsed_s"] / (60 * row["time_limit"]))
+    return min(1.0, share)
+
+
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.anomalies import describe, find_anomalies
-from ppolab.experiments.display import duration, status_data, sweep_line
+from ppolab.experiments.display import duration, progress, status_data, sweep_line
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import SweepState, pid_alive
 from ppolab.ppo.run_folder import RunFolder
@@ -45,7 +45,7 @@ def run_line(r: dict, total: int) -> str:
     """One run's progress as plain text."""
     reward = f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-"
     fps = f"{r['fps']:,.0f}" if r.get("fps") else "-"
-    share = f" ({100 * r['iteration'] // max(1, r['n_itr'])}%)"
+    share = f" ({int(100 * progress(r) + 1e-9)}%)"  # the epsilon: 29/100 is 28.999... in floating point
     checks = f", checks: {r['checks']}" if r.get("checks") else ""
     return (
         f"Run {r['run']}/{total} {r['name']}: iteration {r['iteration']}/{r['n_itr']}{share}, reward {reward}, "
@@ -67,7 +67,7 @@ def render(snap: dict):
         grid.add_column(col, justify="left" if col in ("Name", "Progress", "Checks") else "right")
     for r in snap["active"]:
         grid.add_row(
-            f"{r['run']}/{total}", r["name"], ProgressBar(total=max(1, r["n_itr"]), completed=r["iteration"], width=24),
+            f"{r['run']}/{total}", r["name"], ProgressBar(total=1000, completed=round(1000 * progress(r)), width=24),
             f"{r['iteration']}/{r['n_itr']}", f"{r['latest_reward']:.1f}" if r["latest_reward"] is not None else "-",
             f"{r['fps']:,.0f}" if r.get("fps") else "-", duration(r["eta_s"]),
             *([r.get("checks") or "-"] if checked else []),
