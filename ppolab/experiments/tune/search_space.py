@@ -6,6 +6,7 @@
       epochs: {type: int, low: 2, high: 8}
       minibatch_size: {type: categorical, choices: [64, 128, 256]}
       n_itr: 60                               # a plain value is fixed: passed to every trial as is
+      time_limit: 30                          # minutes a trial, whatever its batch (train --time-limit)
     target_scores:                            # needed with --env-ids: each env's score -> [0, 1]
       cartpole: [0, 400]
 
