@@ -140,8 +140,9 @@ def sweep_line(rows: list[dict]) -> str:
     eta = "-" if not left else "unknown until a run starts"
     if left and paces:
         pace = sum(paces) / len(paces)
-        eta = duration(sum(seconds_left(pace, r["iteration"], r["n_itr"], r["elapsed_s"] or 0.0, r["time_limit"])
-                           for r in going))  # fmt: skip
+        left_s = [seconds_left(pace, r["iteration"], r["n_itr"], r.get("elapsed_s") or 0.0, r.get("time_limit"))
+                  for r in going]  # fmt: skip
+        eta = duration(sum(left_s))
     return f"Sweep: {done}/{len(rows)} runs done, {count(left, 'iteration')} left, ETA {eta}"
 
 
