@@ -100,3 +100,16 @@ def test_the_verdict_agrees_with_the_significance_lines_and_names_a_small_effect
     small += _config_runs("learnstd", 2e-3, [315, 316, 314, 315, 316])
     result, why = verdict(small, min_effect_value=30)
     assert result == "supported" and why.startswith("learnstd beats") and "below the smallest effect of interest" in why
+
+
+def test_parameters_that_vary_together_are_one_estimate_named_by_configuration():
+    """A treatment changing lr and epochs at once is one comparison, not one line per parameter (where the
+    control's unused value would read as a finding); a parameter varied on its own keeps its own line."""
+    runs = [synthetic.run(f"control-s{s}", 300.0 + s, {"lr": 1e-3, "epochs": 3, "seed": s}, 120) for s in (1, 2)]
+    runs += [synthetic.run(f"rsl-s{s}", 320.0 + s, {"lr": 3e-3, "epochs": 5, "seed": s}, 120) for s in (1, 2)]
+    estimates = [line for line in compare(runs).splitlines() if "mean final reward by" in line]
+    assert estimates == ["- *Estimate:* mean final reward by epochs and lr, which vary together: "
+                         "control: 301.5, rsl: 321.5 (spread 20.0)."], estimates  # fmt: skip
+    runs += [synthetic.run(f"wide-s{s}", 310.0 + s, {"lr": 1e-3, "epochs": 5, "seed": s}, 120) for s in (1, 2)]
+    estimates = [line for line in compare(runs).splitlines() if "mean final reward by" in line]
+    assert len(estimates) == 2 and all("vary together" not in e for e in estimates), estimates

@@ -460,22 +460,50 @@ def passing_statistics(configs: list[Configuration], metric: PassMetric) -> tupl
     return "\n".join(lines), statements
 
 
+def _value(v):
+    """A parameter's value as a dict key (a list of layer widths becomes a tuple)."""
+    return tuple(v) if isinstance(v, list) else v
+
+
 def parameter_effects(configs: list[Configuration]) -> list[tuple[str, dict, float]]:
     """For each parameter that varies: mean final reward per value (estimates), and their spread."""
-
-    def hashable(v):
-        return tuple(v) if isinstance(v, list) else v
-
     keys = sorted({k for c in configs for k in c.params if len({str(x.params.get(k)) for x in configs}) > 1})
     effects = []
     for k in keys:
         by_value: dict = {}
         for c in configs:
-            by_value.setdefault(hashable(c.params.get(k)), []).extend(c.scores.tolist())
+            by_value.setdefault(_value(c.params.get(k)), []).extend(c.scores.tolist())
         means = {v: float(np.mean(s)) for v, s in by_value.items() if s}
         if len(means) > 1:
             effects.append((k, means, max(means.values()) - min(means.values())))
     return sorted(effects, key=lambda e: -e[2])
+
+
+def effect_lines(configs: list[Configuration]) -> list[str]:
+    """parameter_effects as sentences. Parameters that vary together (the same split of the configurations:
+    a treatment that changes lr, epochs and schedule at once) make one line, named by the configurations,
+    since their separate means would repeat one comparison once per parameter, and the values of a
+    parameter that the treatment did not use (desired_kl under a fixed schedule) would read as a finding."""
+    together: dict[tuple, list[tuple[str, dict, float]]] = {}
+    for effect in parameter_effects(configs):
+        split = [_value(c.params.get(effect[0])) for c in configs]
+        together.setdefault(tuple(split.index(v) for v in split), []).append(effect)
+    lines = []
+    for effects in together.values():
+        k, means, spread = effects[0]
+        if len(effects) == 1:
+            per = {"unset" if v is None else str(v): m for v, m in means.items()}
+            by = k
+        else:
+            labels: dict = {}
+            for c in configs:
+                labels.setdefault(_value(c.params.get(k)), []).append(c.label)
+            per = {"/".join(labels[v]): m for v, m in means.items()}
+            names = [e[0] for e in effects]
+            by = f"{', '.join(names[:-1])} and {names[-1]}, which vary together"
+        listed = ", ".join(f"{v}: {m:.1f}" for v, m in sorted(per.items()))
+        lines.append(f"mean final reward by {by}: {listed} (spread {spread:.1f}).")
+    return lines
 
 
 def fps_spread(configs: list[Configuration]) -> str | None:
@@ -633,11 +661,7 @@ def compare(runs: list[Run], min_effect_value: float | None = None, metric: str 
     best = _best_passing(configs, metric) if passing else _best(configs, ts, margin, margin_text)
     if best:
         out.append(f"- {best}")
-    for k, means, spread in parameter_effects(configs):
-        per = ", ".join(
-            f"{'unset' if v is None else v}: {m:.1f}" for v, m in sorted(means.items(), key=lambda kv: str(kv[0]))
-        )
-        out.append(f"- *Estimate:* mean final reward by {k}: {per} (spread {spread:.1f}).")
+    out += [f"- *Estimate:* {line}" for line in effect_lines(configs)]
     unstable = [r for r in finished if r.summary and not r.summary.stable]
     for r in unstable:
         found = "; ".join(
