@@ -38,6 +38,19 @@ def test_the_view_reads_the_sweep_folder_and_shows_runs_under_way(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("Run 2/2 clip03-s1: iteration 3/3 (100%), reward ")
     assert "steps/s, ETA 0:00:00 | Sweep: 1/2 runs done" in lines[0]
 
+    def check_round(iteration: int, walk: bool, stand: bool) -> None:  # as --check-every writes one
+        row = {"type": "check", "iteration": iteration, "passed": float(walk and stand), "walk.passed": float(walk),
+               "stand.passed": float(stand), "total_steps": 0, "total_time": 1.0}  # fmt: skip
+        with open(d / "runs" / "clip03-s1" / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+        view.tick(force=True)
+
+    check_round(0, walk=False, stand=False)  # the checks move on within a tenth: each milestone is a line
+    check_round(1, walk=False, stand=False)  # the same failing check a round later: no line
+    check_round(2, walk=True, stand=False)
+    lines = out.getvalue().splitlines()[1:]
+    assert [line.split("checks: ")[1].split(" | ")[0] for line in lines] == ["walk fails (at 0)", "stand fails (at 2)"]
+
     console = Console(record=True, width=120, file=io.StringIO())
     console.print(render(snap))
     text = console.export_text()

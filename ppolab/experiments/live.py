@@ -79,7 +79,9 @@ def render(snap: dict):
 
 
 class SweepView:
-    """The view, refreshed at most every `every_s` by `tick()`; `say()` prints a line above it.
+    """The view, refreshed at most every `every_s` by `tick()`; `say()` prints a line above it. Not on a
+    terminal (a log file), a run's line is printed at each tenth of its iterations and whenever its checks
+    move on (walk fails -> stand fails -> passed), so that a log shows the milestones when they happen.
 
     No thread: the runner calls `tick()` from its loop, so forking a job never copies a live thread.
     """
@@ -88,6 +90,7 @@ class SweepView:
         self.sweep_dir, self.planned, self.out, self.every_s = sweep_dir, planned, out, every_s
         self.last = 0.0
         self.tenths: dict[str, int] = {}  # plain mode: the last tenth of each run's iterations printed
+        self.stages: dict[str, str] = {}  # plain mode: each run's checks as last printed, without their round
         self.live = None
         if out.isatty():
             from rich.console import Console
@@ -113,8 +116,11 @@ class SweepView:
             return
         for r in snap["active"]:
             tenth = 10 * r["iteration"] // max(1, r["n_itr"])
-            if r["iteration"] and tenth > self.tenths.get(r["name"], -1):
-                self.tenths[r["name"]] = tenth
+            stage = (r.get("checks") or "").split(" (at ")[0]  # 'walk fails', 'stand fails', 'passed at 949'
+            if r["iteration"] and (
+                tenth > self.tenths.get(r["name"], -1) or stage != self.stages.get(r["name"], stage)
+            ):
+                self.tenths[r["name"]], self.stages[r["name"]] = tenth, stage
                 self.say(f"{run_line(r, len(snap['rows']))} | {snap['sweep']}")
 
     def close(self) -> None:
