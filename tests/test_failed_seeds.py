@@ -113,3 +113,12 @@ def test_parameters_that_vary_together_are_one_estimate_named_by_configuration()
     runs += [synthetic.run(f"wide-s{s}", 310.0 + s, {"lr": 1e-3, "epochs": 5, "seed": s}, 120) for s in (1, 2)]
     estimates = [line for line in compare(runs).splitlines() if "mean final reward by" in line]
     assert len(estimates) == 2 and all("vary together" not in e for e in estimates), estimates
+
+
+def test_advice_for_a_run_under_the_adaptive_schedule_names_desired_kl_not_lr():
+    """Under --schedule adaptive the rate follows the KL: lowering --lr would change only where it starts."""
+    for schedule, flag in (("fixed", "lower --lr "), ("adaptive", "lower --desired-kl ")):
+        runs = [synthetic.run(f"control-s{s}", 300.0, {"lr": 1e-3, "schedule": schedule, "seed": s}, 120,
+                              diverge_at=70 if s == 1 else None) for s in (1, 2)]  # fmt: skip
+        advice = compare(runs).split("### Recommendations")[1]
+        assert f"{flag}and check the reward for nan/inf" in advice and "control-s1 shows nan_inf" in advice, advice

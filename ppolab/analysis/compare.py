@@ -525,14 +525,17 @@ def fps_spread(configs: list[Configuration]) -> str | None:
 
 
 def _anomaly_advice(runs: list[Run]) -> list[str]:
+    """Each rule's advice once, with the first run it fired on. Under `--schedule adaptive` the rate follows
+    the KL, so `--lr` is only where it starts: the advice names `--desired-kl` instead."""
     recs, seen = [], set()
     for r in runs:
+        adaptive = (r.config or {}).get("schedule") == "adaptive"
         for a in r.summary.anomalies if r.summary else []:
             if a["rule"] not in seen:
                 seen.add(a["rule"])
+                advice = ADVICE[a["rule"]].replace("--lr", "--desired-kl") if adaptive else ADVICE[a["rule"]]
                 recs.append(
-                    f"{ADVICE[a['rule']]}: {r.name} shows {a['rule']} "
-                    f"({a['count']} iterations from {a['first_iteration']})."
+                    f"{advice}: {r.name} shows {a['rule']} ({a['count']} iterations from {a['first_iteration']})."
                 )
     return recs
 
