@@ -179,6 +179,10 @@ def test_info_shows_hypothesis_count_and_steps(tmp_path):
     out = run_ppolab("sweep", str(d), "--info").stdout
     assert "Hypothesis: gamma 0.995 helps" in out and "Runs: 2" in out
     assert "Estimated env steps: 3,600,000" in out  # 2 runs x 300 itr x 12 x 1 x 500 (the cartpole preset)
+    assert "of training" not in out  # no time_limit: the iterations are the budget
+    (d / "sweep.yaml").write_text(GOOD.replace("defaults:\n", "defaults:\n  time_limit: 45\n", 1))
+    out = run_ppolab("sweep", str(d), "--info").stdout
+    assert "Estimated env steps: 3,600,000, or 1:30:00 of training (the runs' time_limit)" in out, out
 
 
 def test_launch_without_terminal_or_yes_refuses(tmp_path):

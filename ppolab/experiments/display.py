@@ -25,8 +25,14 @@ def info_data(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> di
         "sweep": sweep_name(sweep_dir), "title": m.name, "file": str(sweep_dir / SWEEP_FILE),
         "description": m.description, "hypothesis": m.hypothesis, "min_effect": m.min_effect, "runs": len(planned),
         "runs_in_file": len(spec.runs),
-        "env_steps": total_steps(planned), "defaults": spec.defaults,
+        "env_steps": total_steps(planned), "time_limit_min": time_budget(planned), "defaults": spec.defaults,
     }  # fmt: skip
+
+
+def time_budget(planned: list[PlannedRun]) -> float | None:
+    """Minutes of training the runs may take at most when every run has a time_limit, else None."""
+    limits = [p.config.get("time_limit") for p in planned]
+    return float(sum(limits)) if limits and all(limits) else None
 
 
 def info(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> str:
@@ -36,7 +42,13 @@ def info(spec: SweepSpec, planned: list[PlannedRun], sweep_dir: Path) -> str:
         f"Description: {d['description'] or '-'}",
         f"Hypothesis: {d['hypothesis'] or '-'}",
         f"Runs: {d['runs']} ({d['runs_in_file']} in the file, expanded over seeds and grids)",
-        f"Estimated env steps: {d['env_steps']:,}",
+        f"Estimated env steps: {d['env_steps']:,}"
+        + (
+            f", or {duration(60 * d['time_limit_min'])} of training "
+            "(the runs' time_limit), whichever ends each run first"
+            if d["time_limit_min"]
+            else ""
+        ),
         f"Defaults: {', '.join(f'{k}={v}' for k, v in d['defaults'].items()) or '-'}",
     ]
     return "\n".join(lines)
