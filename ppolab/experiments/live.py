@@ -80,8 +80,8 @@ def render(snap: dict):
 
 class SweepView:
     """The view, refreshed at most every `every_s` by `tick()`; `say()` prints a line above it. Not on a
-    terminal (a log file), a run's line is printed at each tenth of its iterations and whenever its checks
-    move on (walk fails -> stand fails -> passed), so that a log shows the milestones when they happen.
+    terminal (a log file), a run's line is printed at each tenth of its budget (iterations or time limit)
+    and whenever its checks move on (walk fails -> stand fails -> passed): a log shows the milestones.
 
     No thread: the runner calls `tick()` from its loop, so forking a job never copies a live thread.
     """
@@ -115,7 +115,7 @@ class SweepView:
             self.live.update(render(snap), refresh=True)
             return
         for r in snap["active"]:
-            tenth = 10 * r["iteration"] // max(1, r["n_itr"])
+            tenth = int(10 * progress(r))  # of its iterations or its time limit, whichever ends it
             stage = (r.get("checks") or "").split(" (at ")[0]  # 'walk fails', 'stand fails', 'passed at 949'
             if r["iteration"] and (
                 tenth > self.tenths.get(r["name"], -1) or stage != self.stages.get(r["name"], stage)
