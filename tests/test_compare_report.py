@@ -263,6 +263,7 @@ def test_report_has_hypothesis_plan_verdict_plots_and_tracker_entry(swept):
         assert needle in text
     verdict = text.split("**Verdict: ")[1].split(".**")[0]
     assert verdict in {"supported", "refuted", "inconclusive"}  # which one: the synthetic tests pin it down
+    assert not (swept / "plots" / "time_to_pass.png").exists()  # no --check-every: nothing to draw
     tracker = (swept.parent.parent / "experiment-tracker.md").read_text()
     assert (
         f"[clip-epochs](sweeps/clip-epochs/results.md): more epochs raise the final reward - **{verdict}**" in tracker

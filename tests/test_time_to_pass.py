@@ -12,7 +12,7 @@ from conftest import run_ppolab
 from ppolab.analysis import synthetic
 from ppolab.analysis.compare import compare, verdict
 from ppolab.analysis.synthetic import NEVER
-from ppolab.analysis.time_to_pass import Passing, km_median, logrank_permutation, solve_rate
+from ppolab.analysis.time_to_pass import Passing, km_curve, km_median, logrank_permutation, solve_rate
 
 
 def test_kaplan_meier_median_and_solve_rate_count_censored_runs():
@@ -20,6 +20,8 @@ def test_kaplan_meier_median_and_solve_rate_count_censored_runs():
     assert km_median(runs) == 20  # S(20) = (1 - 1/4)(1 - 1/3) = 0.5
     assert km_median(runs + [Passing(25, True)]) == 25  # S(20) = 0.6, S(25) = 0.6 (1 - 1/3) = 0.4
     assert km_median([Passing(10, True)] + [Passing(30, False)] * 3) is None  # S stays 0.75: not reached
+    times, surviving = zip(*km_curve(runs + [Passing(25, True)]))  # (time, share not yet passed) at each pass
+    assert times == (10, 20, 25) and surviving == pytest.approx([0.8, 0.6, 0.4])
     k, n, low, high = solve_rate(runs)
     assert (k, n) == (2, 4) and 0.06 < low < 0.07 and 0.93 < high < 0.94  # Clopper-Pearson, exact
 
@@ -99,6 +101,8 @@ def test_a_sweep_on_time_to_pass_reports_it_and_the_tracker_gives_the_median(tmp
     rows = [re.sub(r" +", " ", line) for line in results.split("## Behaviour checks")[1].splitlines()]
     assert "| control-s5 | 99 | walk fails (at 99) | walk 0.50 |" in rows  # the censored run: what it last did
     assert "| fast-s1 | 99 | passed at 9 | walk 0.95 |" in rows
+    assert "![time_to_pass.png](plots/time_to_pass.png)" in results and "a + marks a run that ended" in results
+    assert (folder / "plots" / "time_to_pass.png").read_bytes().startswith(b"\x89PNG")
     tracker = (tmp_path / "experiments" / "experiment-tracker.md").read_text()
     assert "median time to pass: control" in tracker and "(4 of 5 passed)" in tracker
     data = json.loads(run_ppolab("compare", str(folder), "--json").stdout)

@@ -67,17 +67,21 @@ def fmt_value(value: float, metric: PassMetric) -> str:
     return f"{value / 1e6:.2f} M steps"
 
 
-def km_median(runs: list[Passing]) -> float | None:
-    """The Kaplan-Meier median: the first time at which half the runs have passed; None while fewer have."""
-    times = sorted({r.value for r in runs if r.passed})
-    at_risk_surv = 1.0
-    for t in times:
+def km_curve(runs: list[Passing]) -> list[tuple[float, float]]:
+    """The Kaplan-Meier estimate: (time, share of runs not yet passed) at each time a run passed. A censored
+    run counts among those at risk up to its last round, and no longer."""
+    curve, surviving = [], 1.0
+    for t in sorted({r.value for r in runs if r.passed}):
         at_risk = sum(r.value >= t for r in runs)
         events = sum(r.passed and r.value == t for r in runs)
-        at_risk_surv *= 1 - events / at_risk
-        if at_risk_surv <= 0.5:
-            return t
-    return None
+        surviving *= 1 - events / at_risk
+        curve.append((t, surviving))
+    return curve
+
+
+def km_median(runs: list[Passing]) -> float | None:
+    """The Kaplan-Meier median: the first time at which half the runs have passed; None while fewer have."""
+    return next((t for t, surviving in km_curve(runs) if surviving <= 0.5), None)
 
 
 def solve_rate(runs: list[Passing]) -> tuple[int, int, float, float]:

@@ -7,7 +7,8 @@ reward over the control (the sweep's first run)": supported, refuted or
 inconclusive. Plots (PNG, beside it in plots/): learning curves against
 iteration and wall time (mean across seeds, band = min..max), eval reward, and
 diagnostics (KL, noise std, clip fraction, critic loss) with the anomaly
-thresholds drawn in.
+thresholds drawn in; for runs trained with --check-every, the share of seeds that passed every
+check against training time and env steps (Kaplan-Meier, censored runs marked).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.compare import Configuration, Run, compare, fps_spread, group, load_runs, verdict
 from ppolab.analysis.parse import load_run
-from ppolab.analysis.time_to_pass import fmt_value, km_median
+from ppolab.analysis.time_to_pass import fmt_value, km_curve, km_median
 from ppolab.errors import UserError
 from ppolab.experiments.display import check_label
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
@@ -89,7 +90,7 @@ def plot(
     refuse_links(out_dir, what=", where the report's plots go")
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
-    for draw in (_learning_figure, _eval_figure, _diagnostics_figure):
+    for draw in figures(configs):
         name, fig, axes, legend = draw(configs, th, fps_warning)
         _finish(fig, axes, out_dir / name, *legend)
         files.append(name)
@@ -97,15 +98,26 @@ def plot(
     return files
 
 
-def _band(ax, c: Configuration, i: int, curve) -> None:
-    """A configuration's median curve over its seeds, with its spread as a shaded band."""
+def figures(configs: list[Configuration]) -> list:
+    """The figures' drawing functions: time to pass only for a sweep whose runs were checked."""
+    checked = any(c.passing("time_to_pass").runs for c in configs)
+    return [_learning_figure, _eval_figure, _diagnostics_figure, *([_passing_figure] if checked else [])]
+
+
+def _color(i: int) -> str:
+    """The i-th configuration's colour, the same in every figure."""
     import matplotlib.pyplot as plt
 
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return colors[i % len(colors)]
+
+
+def _band(ax, c: Configuration, i: int, curve) -> None:
+    """A configuration's median curve over its seeds, with its spread as a shaded band."""
     if curve is None:
         return
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x, m, lo, hi = curve
-    color = colors[i % len(colors)]
+    color = _color(i)
     ax.plot(x, m, color=color, label=f"{c.label} (n={len(c.judged)})")
     ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
 
@@ -168,6 +180,32 @@ def _diagnostics_figure(configs: list[Configuration], th: Thresholds, fps_warnin
     return "diagnostics.png", fig, list(axes.flat), ("best", 7)
 
 
+def _passing_figure(configs: list[Configuration], th: Thresholds, fps_warning: str | None):
+    """Each configuration's share of checked seeds that had passed every check, against training time and env
+    steps: the Kaplan-Meier estimate, in which a run that never passed counts up to its last round of checks
+    (a "+" where it ends) and no further."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw=MARGINS)
+    for ax, metric, scale, unit in ((axes[0], "time_to_pass", 60.0, "training time (min)"),
+                                    (axes[1], "steps_to_pass", 1e6, "env steps (M)")):  # fmt: skip
+        for i, c in enumerate(configs):
+            runs = c.passing(metric).runs
+            if not runs:
+                continue
+            steps = [(0.0, 0.0)] + [(t / scale, 1.0 - s) for t, s in km_curve(runs)]
+            xs, ys = zip(*steps, (max(r.value for r in runs) / scale, steps[-1][1]))
+            label = f"{c.label} ({sum(r.passed for r in runs)} of {len(runs)} passed)"
+            ax.step(xs, ys, where="post", color=_color(i), label=label)
+            ends = [r.value / scale for r in runs if not r.passed]
+            heights = [max(y for x, y in steps if x <= end) for end in ends]
+            ax.plot(ends, heights, "+", color=_color(i), markersize=12, markeredgewidth=2)
+        ax.set(xlabel=unit, ylabel="share of seeds passed (Kaplan-Meier)", ylim=(-0.03, 1.03))
+    axes[0].set_title("Time to pass every check" + ("\n(throughput differed between runs)" if fps_warning else ""))
+    axes[1].set_title("Env steps to pass every check")
+    return "time_to_pass.png", fig, list(axes), ("upper left", 8)
+
+
 def sweep_runs(sweep_dir: Path) -> tuple[SweepSpec, list[Run]]:
     """The sweep file and every planned run, with the state the sweep recorded for it (finished or not)."""
     spec = load_sweep(sweep_dir)
@@ -197,7 +235,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
     configs = group(runs)
     m = spec.metadata
     result, why = verdict(runs, m.min_effect, m.metric)
-    progress = Progress("Drawing the report's plots", 3, "plots") if show_progress else None
+    progress = Progress("Drawing the report's plots", len(figures(configs)), "plots") if show_progress else None
     try:
         images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(configs), progress), ""
     except OSError as exc:  # a full disk: results.md without plots rather than nothing
@@ -228,7 +266,13 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
         "## Plots",
         "",
         "Lines: mean across a configuration's finished seeds; shaded: from the lowest to the highest seed (a "
-        "range, not a confidence interval). Dashed red: the anomaly thresholds.",
+        "range, not a confidence interval). Dashed red: the anomaly thresholds."
+        + (
+            " Time to pass: the share of a configuration's seeds that had passed every check (Kaplan-Meier); a + "
+            "marks a run that ended without passing."
+            if "time_to_pass.png" in images
+            else ""
+        ),
         "",
         *[f"![{name}](plots/{name})" for name in images],
         plots_note,
