@@ -89,7 +89,7 @@ class SweepView:
     def __init__(self, sweep_dir: Path, planned: list[PlannedRun], out: TextIO, every_s: float = 2.0) -> None:
         self.sweep_dir, self.planned, self.out, self.every_s = sweep_dir, planned, out, every_s
         self.last = 0.0
-        self.tenths: dict[str, int] = {}  # plain mode: the last tenth of each run's iterations printed
+        self.tenths: dict[str, int] = {}  # plain mode: the last tenth of each run's budget printed
         self.stages: dict[str, str] = {}  # plain mode: each run's checks as last printed, without their round
         self.live = None
         if out.isatty():
