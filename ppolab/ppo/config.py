@@ -94,7 +94,9 @@ class TrainConfig(BaseModel):
         None, gt=0, le=10**7,
         description="end the run once it has trained this many minutes (a resumed run counts its earlier time): "
         "a budget in wall time, the same for every configuration of a sweep or study, where --n-itr's changes "
-        "with the batch and the physics step. Default: none (--n-itr alone)",
+        "with the batch and the physics step. The run ends at --n-itr or here, whichever comes first (an env's "
+        "preset may set --n-itr: jvrc_walk's is 1,500), so give a large --n-itr for a budget in time alone. "
+        "Default: none (--n-itr alone)",
     )  # fmt: skip
     eval_episodes: int = Field(10, gt=0, le=MAX_EPISODES, description="deterministic episodes per evaluation")
     seed: int | None = Field(
