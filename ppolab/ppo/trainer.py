@@ -40,6 +40,7 @@ from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
 from ppolab.ppo.run_folder import RunFolder
 from ppolab.ppo.sampling import Sampler, make_sampler
+from ppolab.ppo.std_schedule import set_std, std_at
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import FusedUpdate, Hyper, Update, choose_update
@@ -234,6 +235,8 @@ def train(
             warm_up(s)
         for itr in range(s.start_itr, cfg.n_itr):
             t0 = time.perf_counter()
+            if cfg.std_final is not None:
+                set_std(s.actor, std_at(itr, cfg.std_dev, cfg.std_final, cfg.std_decay_itr))
             traj = s.sampler.sample(
                 sampling_params(s.actor),
                 seed=s.seed,
