@@ -29,7 +29,7 @@ def test_a_run_samples_and_updates_at_the_scheduled_std_and_resumes_on_it(tmp_pa
         return  # the resume is the trainer's, the same for both kernels: once is enough
     part = run_ppolab("train", *args, "--n-itr", "3", "--logdir", str(tmp_path / "part"))
     assert part.returncode == 0, part.stderr
-    resumed = run_ppolab("train", "--resume", str(only_run_dir(tmp_path / "part")), "--n-itr", "5")  # iteration 3: mid-way
+    resumed = run_ppolab("train", "--resume", str(only_run_dir(tmp_path / "part")), "--n-itr", "5")  # from 3: mid-way
     assert resumed.returncode == 0, resumed.stderr
     same = [without_timings(read_metrics(only_run_dir(tmp_path / d))) for d in ("full", "part")]
     assert same[0] == same[1]

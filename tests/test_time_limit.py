@@ -42,7 +42,7 @@ def test_the_time_left_is_whichever_budget_ends_the_run_first():
     running = {"state": RunState.RUNNING, "iteration": 10, "elapsed_s": 20.0, "s_per_iteration": 2.0}
     pending = {"state": RunState.PENDING, "iteration": 0, "elapsed_s": None}
     rows = [{**row, "n_itr": 100, "time_limit": 1.0} for row in (running, pending)]
-    assert sweep_line(rows).endswith("ETA 0:01:40")  # 40 s, then 60 s: not 190 iterations at 2 s (0:06:20)
+    assert sweep_line(rows) == "Sweep: 0/2 runs done, ETA 0:01:40"  # 40 s, then 60 s: not 190 iterations at 2 s
 
 
 def test_a_run_with_a_time_limit_shows_its_progress_in_minutes():
@@ -51,6 +51,7 @@ def test_a_run_with_a_time_limit_shows_its_progress_in_minutes():
 
     row = {"run": 1, "name": "a-s1", "iteration": 10, "n_itr": 100_000, "time_limit": 1.0, "elapsed_s": 30.0,
            "latest_reward": 1.0, "eta_s": 30.0}  # fmt: skip
-    assert progress(row) == 0.5 and "iteration 10/100000 (50%)" in run_line(row, 2)
+    assert progress(row) == 0.5 and "iteration 10, 0:00:30 of 1 min (50%)" in run_line(row, 2)
+    assert "iteration 10/12 (83%)" in run_line({**row, "n_itr": 12}, 2)  # the iterations end it first
     assert progress({**row, "time_limit": None}) == 10 / 100_000
     assert "(29%)" in run_line({**row, "time_limit": None, "iteration": 29, "n_itr": 100}, 2)

@@ -155,16 +155,22 @@ def sweep_line(rows: list[dict]) -> str:
         left_s = [seconds_left(pace, r["iteration"], r["n_itr"], r.get("elapsed_s") or 0.0, r.get("time_limit"))
                   for r in going]  # fmt: skip
         eta = duration(sum(left_s))
-    return f"Sweep: {done}/{len(rows)} runs done, {count(left, 'iteration')} left, ETA {eta}"
+    timed = bool(going) and all(r.get("time_limit") for r in going)  # then iterations left say nothing
+    left_text = "" if timed else f", {count(left, 'iteration')} left"
+    return f"Sweep: {done}/{len(rows)} runs done{left_text}, ETA {eta}"
 
 
 def progress(row: dict) -> float:
     """How far along a run is, 0..1: its iterations of n_itr, or its minutes of time_limit, whichever is
     further (the one that will end it)."""
-    share = row["iteration"] / max(1, row["n_itr"])
+    return min(1.0, max(row["iteration"] / max(1, row["n_itr"]), time_share(row)))
+
+
+def time_share(row: dict) -> float:
+    """The share of its time limit a run has trained (0 without one, or before its first iteration)."""
     if row.get("time_limit") and row.get("elapsed_s") and row["iteration"]:
-        share = max(share, row["elapsed_s"] / (60 * row["time_limit"]))
-    return min(1.0, share)
+        return row["elapsed_s"] / (60 * row["time_limit"])
+    return 0.0
 
 
 def duration(seconds: float | None) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.analysis.anomalies import describe, find_anomalies
-from ppolab.experiments.display import duration, progress, status_data, sweep_line
+from ppolab.experiments.display import duration, progress, status_data, sweep_line, time_share
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import SweepState, pid_alive
 from ppolab.ppo.run_folder import RunFolder
@@ -47,8 +47,11 @@ def run_line(r: dict, total: int) -> str:
     fps = f"{r['fps']:,.0f}" if r.get("fps") else "-"
     share = f" ({int(100 * progress(r) + 1e-9)}%)"  # the epsilon: 29/100 is 28.999... in floating point
     checks = f", checks: {r['checks']}" if r.get("checks") else ""
+    budget = f"/{r['n_itr']}"
+    if time_share(r) > r["iteration"] / max(1, r["n_itr"]):  # the time limit ends it: say so, not 51/100000
+        budget = f", {duration(r['elapsed_s'])} of {r['time_limit']:g} min"
     return (
-        f"Run {r['run']}/{total} {r['name']}: iteration {r['iteration']}/{r['n_itr']}{share}, reward {reward}, "
+        f"Run {r['run']}/{total} {r['name']}: iteration {r['iteration']}{budget}{share}, reward {reward}, "
         f"{fps} steps/s, ETA {duration(r['eta_s'])}{checks}"
     )
 
