@@ -178,8 +178,7 @@ def fixed_std(actor: Actor, cfg: TrainConfig) -> list[str]:
     loaded = float(actor.log_std.exp().mean())
     if math.isclose(loaded, cfg.std_dev, rel_tol=1e-6):
         return []
-    with torch.no_grad():
-        actor.log_std.fill_(math.log(cfg.std_dev))
+    set_std(actor, cfg.std_dev)
     return [f"Action std {cfg.std_dev:g} (--std-dev; the loaded actor's was {loaded:.3g})"]
 
 
