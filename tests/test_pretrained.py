@@ -115,3 +115,22 @@ def test_every_shipped_policy_plays_to_video_from_the_clone(name, tmp_path):
     assert proc.returncode == 0, proc.stderr
     frames = iio.imread(video)  # software rendering: 50-140 ms a frame here, so a few frames
     assert frames.shape[0] == 6 and frames[0].std() > 5 and not np.array_equal(frames[0], frames[-1])
+
+
+def _contact(pattern: str) -> list:
+    """Contact per step of one env from two strings, the right and the left foot: '#' down, '.' in the air."""
+    import numpy as np
+
+    right, left = pattern.split("/")
+    return [np.array([[r == "#", l == "#"]]) for r, l in zip(right, left, strict=True)]
+
+
+def test_the_walk_check_tells_a_tapping_swing_foot_from_alternating_steps():
+    """Clean steps alternate and nothing taps; a right foot that lifts, taps twice and lands makes two of its
+    three touchdowns taps (under 3 steps in the air) and breaks the alternation the walk check asks for."""
+    clean = _contact("###.....####....../....####......####")
+    touchdowns, alternating, taps = behaviour._touchdowns(clean, tap_steps=3)
+    assert touchdowns.tolist() == [[1, 2]] and alternating == 1.0 and taps == 0.0
+    tapping = _contact("###.....#.#.####....../....##########......##")
+    touchdowns, alternating, taps = behaviour._touchdowns(tapping, tap_steps=3)
+    assert touchdowns.tolist() == [[3, 2]] and taps == 2 / 5 and alternating == 2 / 4

@@ -12,7 +12,8 @@ LHW's perturbations, walked 52-168% of 0.15 m/s, and 101-105% unpushed). The pus
 
 - walk (NAME_walk): forward at 75% of the command range's top speed for 10 s: every env stays
   up, covers at least 80% of the commanded distance, and each foot touches down on at least 80%
-  of the gait clock's cycles, the feet alternating (at least 80% of successive touchdowns);
+  of the gait clock's cycles, the feet alternating (at least 80% of successive touchdowns; its
+  `tap_share` says how many touchdowns end under 0.1 s in the air, a swing foot tapping the floor);
 - straight (NAME_walk): forward for 30 s at three speeds across the command range: heading drift at
   most 5 degrees in every 10 s, sideways at most 10% of the distance walked, speed within 20% of the
   command;
@@ -49,6 +50,7 @@ from ppolab.ppo.sampling_policy import SamplingParams, SamplingPolicy
 
 START_NOISE = 0.02  # rad on each leg angle at the start, at least (1.5 x training's): states training never began from
 DRIFT_DEG = 5.0
+TAP_S = 0.1  # s: a touchdown after less time than this in the air is a tap of the swing foot, not a step
 MAX_REDRAWS = 20  # a start state whose legs touch is drawn again (the episode would end at its first step)
 
 
@@ -121,16 +123,24 @@ def _stopped(out: dict, ran: int, steps: int, control_dt: float) -> dict:
     return out
 
 
-def _touchdowns(contact: list[np.ndarray]) -> tuple[np.ndarray, float]:
-    """Touchdowns per env and foot, and the share of successive touchdowns made by the other foot."""
+def _touchdowns(contact: list[np.ndarray], tap_steps: int) -> tuple[np.ndarray, float, float]:
+    """Touchdowns per env and foot; the share of successive touchdowns made by the other foot; and the share
+    that end less than `tap_steps` in the air: a swing foot tapping the floor, which the alternation counts as
+    a step of its own (t1_walk learned to tap 1-2 times a swing, benchmarks/README.md)."""
     c = np.array(contact, dtype=int)  # steps, envs, feet
     down = np.diff(c, axis=0) == 1
-    alternating, pairs = 0, 0
+    up = np.diff(c, axis=0) == -1
+    alternating, pairs, taps = 0, 0, 0
     for e in range(c.shape[1]):
         feet = [f for t in range(down.shape[0]) for f in (0, 1) if down[t, e, f]]
         alternating += sum(a != b for a, b in zip(feet, feet[1:]))
         pairs += max(0, len(feet) - 1)
-    return down.sum(axis=0), alternating / pairs if pairs else 0.0
+        for f in (0, 1):
+            lifts, lands = np.flatnonzero(up[:, e, f]), np.flatnonzero(down[:, e, f])
+            before = np.searchsorted(lifts, lands) - 1  # the lift-off each touchdown ends, -1: none seen
+            taps += int(np.sum((before >= 0) & (lands - lifts[np.maximum(before, 0)] < tap_steps)))
+    total = int(down.sum())
+    return down.sum(axis=0), alternating / pairs if pairs else 0.0, taps / total if total else 0.0
 
 
 def _heading(env) -> np.ndarray:
@@ -147,7 +157,7 @@ def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: i
     alive, ran = _run(env, actor, steps, lambda e: contact.append(e.foot_contact()), gate)
     moved = env.batch.qpos[:, :2] - start
     forward = moved[:, 0] * np.cos(heading) + moved[:, 1] * np.sin(heading)
-    touchdowns, alternating = _touchdowns(contact)
+    touchdowns, alternating, taps = _touchdowns(contact, round(TAP_S / env.cfg.control_dt))
     need = math.ceil(0.8 * seconds / (env.period * env.cfg.control_dt))
     target = speed * seconds
     out = {
@@ -155,7 +165,7 @@ def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: i
         "distance_m": round(float(forward.mean()), 2), "distance_share": round(float(forward.mean() / target), 2),
         "min_distance_share": round(float(forward.min() / target), 2),
         "touchdowns_per_foot": round(float(touchdowns.mean()), 1), "min_touchdowns": int(touchdowns.min()),
-        "touchdowns_needed": need, "alternating": round(alternating, 2),
+        "touchdowns_needed": need, "alternating": round(alternating, 2), "tap_share": round(taps, 2),
     }  # fmt: skip
     out["passed"] = bool(alive.all() and forward.min() >= 0.8 * target and touchdowns.min() >= need
                          and alternating >= 0.8)  # fmt: skip
