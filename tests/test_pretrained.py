@@ -122,7 +122,7 @@ def _contact(pattern: str) -> list:
     import numpy as np
 
     right, left = pattern.split("/")
-    return [np.array([[r == "#", l == "#"]]) for r, l in zip(right, left, strict=True)]
+    return [np.array([[a == "#", b == "#"]]) for a, b in zip(right, left, strict=True)]
 
 
 def test_the_walk_check_tells_a_tapping_swing_foot_from_alternating_steps():
