@@ -134,3 +134,5 @@ def test_the_walk_check_tells_a_tapping_swing_foot_from_alternating_steps():
     tapping = _contact("###.....#.#.####....../....##########......##")
     touchdowns, alternating, taps = behaviour._touchdowns(tapping, tap_steps=3)
     assert touchdowns.tolist() == [[3, 2]] and taps == 2 / 5 and alternating == 2 / 4
+    landing = _contact("...###/######")  # a foot landing from the first step on: no lift-off seen, no tap
+    assert behaviour._touchdowns(landing, tap_steps=3)[2] == 0.0

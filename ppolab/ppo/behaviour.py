@@ -137,6 +137,8 @@ def _touchdowns(contact: list[np.ndarray], tap_steps: int) -> tuple[np.ndarray, 
         pairs += max(0, len(feet) - 1)
         for f in (0, 1):
             lifts, lands = np.flatnonzero(up[:, e, f]), np.flatnonzero(down[:, e, f])
+            if not lifts.size:  # never lifted: no touchdown ends an air spell seen
+                continue
             before = np.searchsorted(lifts, lands) - 1  # the lift-off each touchdown ends, -1: none seen
             taps += int(np.sum((before >= 0) & (lands - lifts[np.maximum(before, 0)] < tap_steps)))
     total = int(down.sum())
