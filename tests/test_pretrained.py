@@ -30,6 +30,7 @@ def test_a_shipped_walker_walks_straight_from_a_start_state_training_never_used(
 def test_a_shipped_walker_stands_still_when_told_to(name):
     result = behaviour.stand(PRETRAINED / name, seconds=3.0, n=4)
     assert result["still_up"] == 4 and result["max_drift_m"] < 0.15, result
+    assert result["passed"] == ("missed" not in result), result  # a failing check says which bars it missed
 
 
 def test_the_shipped_h1_policy_stands_under_pushes():

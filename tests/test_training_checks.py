@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from conftest import REPO, only_run_dir, read_metrics, run_ppolab, without_timings
 
 SMALL = ["--num-procs", "2", "--max-traj-len", "40", "--minibatch-size", "40", "--eval-freq", "100",
@@ -23,7 +25,9 @@ def test_checks_are_recorded_each_round_and_leave_the_training_itself_unchanged(
         assert r["seconds"] > 0 and 0 < r["check_share"] < 1 and r["total_steps"] > 0, r
     trained = [r for r in recs if r["type"] != "check"]
     assert without_timings(trained) == without_timings(read_metrics(only_run_dir(tmp_path / "plain")))
-    assert "Checks at iteration 1" in checked.stdout and "walk FAILED, stand not run" in checked.stdout
+    assert "Checks at iteration 1" in checked.stdout
+    assert re.search(r"walk FAILED \(\d of 8 fell; covered -?\d+% of the distance \(needs 80%\).*\), stand not run",
+                     checked.stdout), checked.stdout  # fmt: skip
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -123,6 +123,20 @@ def _stopped(out: dict, ran: int, steps: int, control_dt: float) -> dict:
     return out
 
 
+def _verdict(out: dict, bars: dict[str, bool]) -> dict:
+    """Set `passed` from the check's bars ({what was measured, in words: met}) and, when it fails, `missed`:
+    the bars it missed, so that a failing round says why (the console, checks.json)."""
+    missed = [what for what, met in bars.items() if not met]
+    out["passed"] = not missed
+    if missed:
+        out["missed"] = missed
+    return out
+
+
+def _fell(alive: np.ndarray) -> str:
+    return f"{int((~alive).sum())} of {alive.size} fell"
+
+
 def _touchdowns(contact: list[np.ndarray], tap_steps: int) -> tuple[np.ndarray, float, float]:
     """Touchdowns per env and foot; the share of successive touchdowns made by the other foot; and the share
     that end less than `tap_steps` in the air: a swing foot tapping the floor, which the alternation counts as
@@ -169,8 +183,12 @@ def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: i
         "touchdowns_per_foot": round(float(touchdowns.mean()), 1), "min_touchdowns": int(touchdowns.min()),
         "touchdowns_needed": need, "alternating": round(alternating, 2), "tap_share": round(taps, 2),
     }  # fmt: skip
-    out["passed"] = bool(alive.all() and forward.min() >= 0.8 * target and touchdowns.min() >= need
-                         and alternating >= 0.8)  # fmt: skip
+    _verdict(out, {
+        _fell(alive): alive.all(),
+        f"covered {forward.min() / target:.0%} of the distance (needs 80%)": forward.min() >= 0.8 * target,
+        f"{touchdowns.min()} touchdowns of a foot (needs {need})": touchdowns.min() >= need,
+        f"alternating {alternating:.2f} (needs 0.80; {taps:.0%} of touchdowns taps)": alternating >= 0.8,
+    })  # fmt: skip
     out["score"] = round(float((np.clip(forward / target, 0, 1) * alive).mean()), 3)  # a fall scores 0
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
@@ -217,8 +235,13 @@ def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int
         "max_heading_drift_deg_per_10s": round(float(drift.max()), 1),
         "max_sideways_share": round(float(side_share.max()), 3), "max_sideways_m": round(float(side_max.max()), 2),
     }  # fmt: skip
-    out["passed"] = bool(ran == steps and alive.all() and drift.max() <= DRIFT_DEG and side_share.max() <= 0.1
-                         and np.all(np.abs(speed_share - 1.0) <= 0.2))  # fmt: skip
+    _verdict(out, {
+        _fell(alive): alive.all(),
+        f"heading drift {drift.max():.1f} deg in 10 s (at most {DRIFT_DEG:g})": drift.max() <= DRIFT_DEG,
+        f"sideways {side_share.max():.0%} of the distance (at most 10%)": side_share.max() <= 0.1,
+        f"speed {speed_share.min():.0%}-{speed_share.max():.0%} of the command (80-120%)":
+            bool(np.all(np.abs(speed_share - 1.0) <= 0.2)),
+    })  # fmt: skip
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
@@ -234,7 +257,8 @@ def straight(policy: Policy, seconds: float = 30.0, n: int = 8, gate: bool = Fal
         runs.append(_straight_at(subject, v, seconds, n, slot, gate))
         if gate and not runs[-1]["passed"]:
             break
-    return {"speeds": runs, "passed": len(runs) == len(speeds) and all(r["passed"] for r in runs)}
+    missed = [f"at {r['command_vx']:g} m/s: {m}" for r in runs for m in r.get("missed", [])]
+    return _verdict({"speeds": runs}, {"; ".join(missed): not missed and len(runs) == len(speeds)})
 
 
 def stand(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
@@ -247,7 +271,11 @@ def stand(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False)
     turned = np.degrees(np.abs(np.angle(np.exp(1j * (_heading(env) - heading0)))))
     out = {"seconds": seconds, "still_up": int(alive.sum()), "max_drift_m": round(float(drift.max()), 3),
            "max_heading_drift_deg": round(float(turned.max()), 1)}  # fmt: skip
-    out["passed"] = bool(alive.all() and drift.max() < 0.1 and turned.max() <= DRIFT_DEG)
+    _verdict(out, {
+        _fell(alive): alive.all(),
+        f"moved {drift.max():.2f} m (under 0.1)": drift.max() < 0.1,
+        f"turned {turned.max():.1f} deg (at most {DRIFT_DEG:g})": turned.max() <= DRIFT_DEG,
+    })  # fmt: skip
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
@@ -269,7 +297,7 @@ def turn(policy: Policy, rate: float = 0.3, seconds: float = 10.0, n: int = 8, g
     share = turned * signs / (rate * seconds)
     out = {"rate": rate, "seconds": seconds, "still_up": int(alive.sum()),
            "min_turn_share": round(float(share.min()), 2), "max_turn_share": round(float(share.max()), 2)}  # fmt: skip
-    out["passed"] = bool(alive.all() and share.min() >= 0.5)
+    _verdict(out, {_fell(alive): alive.all(), f"turned {share.min():.0%} of the angle (needs 50%)": share.min() >= 0.5})
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
@@ -287,13 +315,17 @@ def footsteps(policy: Policy, steps: int = 400, n: int = 8, gate: bool = False) 
         hits = env.target.copy()
         plans[plan] = {"still_up": int(alive.sum()), "targets_hit": [int(h) for h in hits],
                        "min_share": round(float(hits.min() / N_STEPS), 2)}  # fmt: skip
-        plans[plan]["passed"] = bool(alive.all() and hits.min() >= 0.8 * N_STEPS)
+        _verdict(plans[plan], {
+            _fell(alive): alive.all(),
+            f"hit {hits.min() / N_STEPS:.0%} of its targets (needs 80%)": hits.min() >= 0.8 * N_STEPS,
+        })  # fmt: skip
         _stopped(plans[plan], ran, steps, env.cfg.control_dt)
         if gate and not plans[plan]["passed"]:
             break
-    passed = len(plans) == len(PLANS) and all(p["passed"] for p in plans.values())
-    return {"steps": steps, "envs_per_plan": n, "targets_per_plan": N_STEPS, "plans": plans, "passed": passed,
-            "min_share": min(p["min_share"] for p in plans.values())}  # fmt: skip
+    out = {"steps": steps, "envs_per_plan": n, "targets_per_plan": N_STEPS, "plans": plans,
+           "min_share": min(p["min_share"] for p in plans.values())}  # fmt: skip
+    missed = [f"{plan}: {m}" for plan, p in plans.items() for m in p.get("missed", [])]
+    return _verdict(out, {"; ".join(missed): not missed and len(plans) == len(PLANS)})
 
 
 def push(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
@@ -302,7 +334,7 @@ def push(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) 
     steps = round(seconds / env.cfg.control_dt)
     alive, ran = _run(env, actor, steps, gate=gate)
     out = {"seconds": seconds, "push_force_n": env.cfg.randomization.push_force, "still_up": int(alive.sum())}
-    out["passed"] = bool(alive.all())
+    _verdict(out, {_fell(alive): alive.all()})
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
 

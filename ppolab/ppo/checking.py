@@ -48,11 +48,14 @@ class Round:
         }
 
     def summary(self) -> str:
-        """'walk, stand passed; turn failed; straight not run' in the checks' order."""
+        """'walk passed, stand passed, turn FAILED (1 of 8 fell), straight not run' in the checks' order:
+        a failed check says which bars it missed."""
         parts = []
         for name in checks_of(self.env):
             ran = self.result.get(name)
-            parts.append(f"{name} {'not run' if ran is None else 'passed' if ran['passed'] else 'FAILED'}")
+            state = "not run" if ran is None else "passed" if ran["passed"] else "FAILED"
+            missed = ran.get("missed") if ran else None
+            parts.append(f"{name} {state}" + (f" ({'; '.join(missed)})" if missed else ""))
         return ", ".join(parts)
 
 
