@@ -81,6 +81,13 @@ def test_a_cheaper_step_shows_in_time_not_in_steps_and_a_run_stopped_on_passing_
     assert "run more seeds per configuration: time to pass was not decided for fast (5 vs 5 runs)" in text
 
 
+def test_one_configuration_measures_its_solve_rate_and_median_in_the_verdict_and_compares_nothing():
+    result, why = verdict(_runs({"preset": [19, 29, 39, NEVER, NEVER]}), metric="time_to_pass")
+    assert result == "inconclusive" and why.startswith("one configuration, nothing to compare it with")
+    assert "3 of 5 (60%, 95% CI 15%-95%)" in why and "median time to pass" in why and "censored" in why
+    assert verdict(_runs({"preset": [19, 29]}))[1] == "no treatment to compare with the control"  # on reward
+
+
 def test_a_median_not_reached_is_a_bound_not_ranked_below_one_reached():
     runs = _runs({"control": [59, 69, 79, NEVER, NEVER], "capped": [9, 19, NEVER, NEVER, NEVER]}, n_itr=100)
     text = compare(runs, metric="steps_to_pass")

@@ -759,6 +759,18 @@ def decide(
     )
 
 
+def _measured_only(only: Configuration, metric: str) -> str:
+    """One configuration tests no comparison; on time to pass it still measures something worth the
+    verdict line: how many seeds passed and the Kaplan-Meier median (censored seeds counted)."""
+    passing = only.passing(metric) if metric in PASS_METRICS else None
+    if passing is None or not passing.runs:
+        return "no treatment to compare with the control"
+    rate, median = passing.describe(metric)[2:]
+    return (f"one configuration, nothing to compare it with: {only.label} passed its checks on {rate} of its "
+            f"checked seeds; median {measure_name(metric)} to pass {median} "
+            "(Kaplan-Meier, censored seeds counted)")  # fmt: skip
+
+
 def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str = "final_reward") -> tuple[str, str]:
     """Supported if a treatment beats the control significantly (Holm across treatments), refuted if every
     treatment is significantly worse, else inconclusive; never decided with planned seeds unfinished.
@@ -766,7 +778,7 @@ def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str 
     configs = group(runs)
     treatments = configs[1:]
     if not treatments:
-        return "inconclusive", "no treatment to compare with the control"
+        return "inconclusive", _measured_only(configs[0], metric)
     missing = missing_seeds(configs)
     if missing:
         return "inconclusive", "not decided, runs are missing: " + "; ".join(missing)

@@ -225,6 +225,14 @@ def _sentence(why: str, configs: list[Configuration]) -> str:
     return why if first in {c.label for c in configs} else why[0].upper() + why[1:]
 
 
+def _reading(metric: str, configs: list[Configuration]) -> str:
+    """How the verdict reads the hypothesis: as a comparison with the control, which a sweep of one
+    configuration cannot make (its verdict says what it measured instead)."""
+    if len(configs) < 2:
+        return ""
+    return f" (The hypothesis is read as: a treatment {READS[metric]} the control{_named(configs[0].label)}.)"
+
+
 def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: bool = False) -> Path:
     """results.md, its plots and the tracker entry. `show_progress`: a progress bar (or lines) on stderr
     while the plots are drawn (a few seconds), for `ppolab report`; a sweep's runner has its own view."""
@@ -251,8 +259,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
         "",
         f"**Hypothesis.** {m.hypothesis or '(none given)'}",
         "",
-        f"**Verdict: {result}.** {_sentence(why, configs)}. (The hypothesis is read as: a treatment "
-        f"{READS[m.metric]} the control{_named(configs[0].label)}.)",
+        f"**Verdict: {result}.** {_sentence(why, configs)}.{_reading(m.metric, configs)}",
         "",
         m.description,
         "",
