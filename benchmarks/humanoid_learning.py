@@ -75,7 +75,7 @@ def main() -> None:
         curve = check_curve(args.env, run_dir, _records(run_dir))
         for point in curve:
             print(json.dumps(point))
-        print(f"Plot: {plot_curve(curve, RESULTS / f'{run_name}_curve.png', args.env)}")
+        print(f"Plot: {plot_curve(curve, RESULTS / f'{_plot_name(run_dir)}_curve.png', args.env)}")
         return
     if args.warm_start and not args.env.endswith("_step"):
         ap.error("--warm-start: only a stepping task (NAME_step) starts from another env's policy (NAME_walk's)")
@@ -217,6 +217,12 @@ def ship(env: str, run_dir: Path, iteration: int) -> Path:
     figures = {"run": str(run_dir), "iteration": iteration, "checks": checks(env, out)}
     (out / "checks.json").write_text(json.dumps(figures, indent=2) + "\n")
     return out
+
+
+def _plot_name(run_dir: Path) -> str:
+    """The run's name, or SWEEP-RUN for a sweep's run (every sweep has a preset-s1)."""
+    sweep = run_dir.parent.parent
+    return f"{sweep.name}-{run_dir.name}" if (sweep / "sweep.yaml").is_file() else run_dir.name
 
 
 def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
