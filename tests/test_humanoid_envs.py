@@ -649,6 +649,8 @@ def test_every_env_has_what_the_batch_env_protocol_names(name):
         ("h1", {"height_range": [1.4, 0.9]}, "height_range: must be [low, high] with low <= high"),
         ("h1", {"randomization": {"mass": [0, 1]}}, "randomization.mass.0: Input should be greater than 0"),
         ("h1", {"randomization": {"friction": [1.3, 0.7]}}, "randomization.friction: must be [low"),
+        ("h1_walk", {"randomization": {"ramp": [300, 100]}}, "randomization.ramp: must be [low, high]"),
+        ("h1_walk", {"randomization": {"ramp": [-1, 100]}}, "randomization.ramp.0: Input should be greater"),
         ("jvrc_walk", {"action_clip": -1}, "action_clip: Input should be greater than 0"),
     ],
 )

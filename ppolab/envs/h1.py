@@ -86,7 +86,8 @@ class H1Env:
         return self.batch.datas
 
     def set_iteration(self, iteration: int) -> None:
-        """No curriculum."""
+        """The randomisation's ramp, if its config has one."""
+        self.batch.set_iteration(iteration)
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)

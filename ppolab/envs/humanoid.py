@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeFloat,
+    NonNegativeInt,
     PositiveFloat,
     ValidationInfo,
     field_validator,
@@ -51,6 +52,7 @@ def _weights(v: tuple[float, ...]) -> tuple[float, ...]:
 Range = Annotated[tuple[float, float], AfterValidator(_ordered)]
 ScaleRange = Annotated[tuple[NonNegativeFloat, NonNegativeFloat], AfterValidator(_ordered)]
 MassRange = Annotated[tuple[PositiveFloat, PositiveFloat], AfterValidator(_ordered)]
+IterationRange = Annotated[tuple[NonNegativeInt, NonNegativeInt], AfterValidator(_ordered)]
 Gains = dict[str, NonNegativeFloat]
 Weights3 = Annotated[tuple[float, float, float], AfterValidator(_weights)]
 Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_weights)]
@@ -93,6 +95,19 @@ class Randomization(BaseModel):
     com_offset: float = Field(0.0, ge=0, le=0.1, description="m: each body's centre of mass moved up to this much")
     redraw_interval: float | None = Field(None, gt=0, description="mean seconds between redraws in an episode")
     perturbation: Perturbation = Perturbation()
+    ramp: IterationRange | None = Field(
+        None,
+        description="training iterations [first, last] over which every draw grows from the model's own value "
+        "(no noise, no wrench) to its full range, linearly: a gait learned first, robustness after. Checks and "
+        "evaluation get the full range. null: full from the first iteration",
+    )
+
+    def strength(self, iteration: int) -> float:
+        """How much of the randomisation training gets at `iteration`: 0 none, 1 all of it (see `ramp`)."""
+        if self.ramp is None or iteration >= self.ramp[1]:
+            return 1.0
+        first, last = self.ramp
+        return 0.0 if iteration <= first else (iteration - first) / (last - first)
 
 
 class HumanoidConfig(BaseModel):
@@ -295,6 +310,7 @@ class HumanoidBatch:
         self.prev_raw = np.zeros_like(self.prev_action)  # the last action, after clipping
         self.push = np.zeros((num_envs, 3))
         self.push_left = np.zeros(num_envs, dtype=int)
+        self.strength = 1.0  # the share of the randomisation applied (`Randomization.ramp`); full unless trained
         self._noise: np.ndarray | None = None  # this step's observation-noise draws, per env
         self._noise_stale = np.ones(num_envs, dtype=bool)  # the envs stepped or reset since their last draw
         n = num_envs
@@ -342,6 +358,10 @@ class HumanoidBatch:
         """(n,) bool: two parts of the robot touch (a contact whose geoms are both the robot's)."""
         return self.sensors[:, self.layout.contact_sensor] > 0
 
+    def set_iteration(self, iteration: int) -> None:
+        """Training's iteration sets how much of the randomisation applies (`Randomization.ramp`)."""
+        self.strength = self.cfg.randomization.strength(iteration)
+
     # -- resets ---------------------------------------------------------------
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         cfg, m, d = self.cfg, self.models[i], self.datas[i]
@@ -376,19 +396,23 @@ class HumanoidBatch:
         return qpos
 
     def _draw_dynamics(self, i: int, rng: np.random.Generator) -> None:
-        """This env's masses, friction and joint damping (and LHW's joint friction and centres of mass)."""
-        r, b, m = self.cfg.randomization, self.base, self.models[i]
-        m.body_mass[:] = b.body_mass * rng.uniform(*r.mass, size=b.nbody)
-        m.geom_friction[:, 0] = b.geom_friction[:, 0] * rng.uniform(*r.friction)
-        m.dof_damping[:] = b.dof_damping * rng.uniform(*r.damping, size=b.nv)
+        """This env's masses, friction and joint damping (and LHW's joint friction and centres of mass), each
+        moved from the model's value towards its draw by the ramp's strength (the same draws at any strength)."""
+        r, b, m, s = self.cfg.randomization, self.base, self.models[i], self.strength
+        m.body_mass[:] = b.body_mass * (1.0 + s * (rng.uniform(*r.mass, size=b.nbody) - 1.0))
+        m.geom_friction[:, 0] = b.geom_friction[:, 0] * (1.0 + s * (rng.uniform(*r.friction) - 1.0))
+        m.dof_damping[:] = b.dof_damping * (1.0 + s * (rng.uniform(*r.damping, size=b.nv) - 1.0))
         legs = self.layout.leg_qvel
         if r.joint_damping is not None:
-            m.dof_damping[legs] = rng.uniform(*r.joint_damping, size=len(legs))
+            drawn = rng.uniform(*r.joint_damping, size=len(legs))
+            m.dof_damping[legs] = b.dof_damping[legs] + s * (drawn - b.dof_damping[legs])
         if r.joint_frictionloss is not None:
-            m.dof_frictionloss[legs] = rng.uniform(*r.joint_frictionloss, size=len(legs))
+            drawn = rng.uniform(*r.joint_frictionloss, size=len(legs))
+            m.dof_frictionloss[legs] = b.dof_frictionloss[legs] + s * (drawn - b.dof_frictionloss[legs])
         if r.com_offset:
             bodies = self._dyn_bodies
-            m.body_ipos[bodies] = b.body_ipos[bodies] + rng.uniform(-r.com_offset, r.com_offset, (len(bodies), 3))
+            offset = rng.uniform(-r.com_offset, r.com_offset, (len(bodies), 3))
+            m.body_ipos[bodies] = b.body_ipos[bodies] + s * offset
 
     # -- stepping -------------------------------------------------------------
     def apply(self, action: np.ndarray) -> np.ndarray:
@@ -437,8 +461,8 @@ class HumanoidBatch:
         if p.enabled and rng.random() < dt / p.interval:
             d.xfrc_applied[self._pushed] = 0.0
             for body in self._pushed:  # two named bodies merged into one: their wrenches add up on it
-                d.xfrc_applied[body, :3] += rng.uniform(-p.force, p.force, 3)
-                d.xfrc_applied[body, 3:] += rng.uniform(-p.torque, p.torque, 3)
+                d.xfrc_applied[body, :3] += self.strength * rng.uniform(-p.force, p.force, 3)
+                d.xfrc_applied[body, 3:] += self.strength * rng.uniform(-p.torque, p.torque, 3)
                 if rng.random() < 0.5:
                     d.xfrc_applied[:] = 0.0
         if r.redraw_interval is not None and rng.random() < dt / r.redraw_interval:
@@ -451,7 +475,7 @@ class HumanoidBatch:
                 d.xfrc_applied[self.layout.root_body, :3] = 0.0
         elif self.rngs[i].random() < p_start:
             angle = self.rngs[i].uniform(0, 2 * np.pi)
-            magnitude = self.rngs[i].uniform(0.5, 1.0) * force
+            magnitude = self.rngs[i].uniform(0.5, 1.0) * force * self.strength
             d.xfrc_applied[self.layout.root_body, :2] = magnitude * np.array([np.cos(angle), np.sin(angle)])
             self.push_left[i] = steps
 
@@ -481,8 +505,8 @@ class HumanoidBatch:
             half = np.zeros(obs.shape[1])
             self.check_noise_groups(groups)
             for name, width in noise.items():
-                half[groups[name]] = width
+                half[groups[name]] = width * self.strength
             obs = obs + (2.0 * self._draws(obs.shape, "random") - 1.0) * half
         elif noise > 0:
-            obs = obs + noise * self._draws(obs.shape, "standard_normal")
+            obs = obs + noise * self.strength * self._draws(obs.shape, "standard_normal")
         return obs.astype(np.float32)

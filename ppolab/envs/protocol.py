@@ -41,7 +41,7 @@ class BatchEnv(Protocol):
         """Each env's MuJoCo state (videos render env 0's)."""
 
     def set_iteration(self, iteration: int) -> None:
-        """The training iteration, for curricula that follow it (the stepping task's stairs); else ignored."""
+        """The training iteration, for curricula that follow it (randomisation's ramp, the stepping task's stairs)."""
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         """Start a new episode in env `i`, every random draw from `rng`."""

@@ -136,7 +136,8 @@ class RobotTask:
         return self.batch.datas
 
     def set_iteration(self, iteration: int) -> None:
-        """Curricula that follow training hook in here (the stepping task's stairs); the others ignore it."""
+        """Curricula that follow training hook in here: the randomisation's ramp, the stepping task's stairs."""
+        self.batch.set_iteration(iteration)
 
     def standing_action(self) -> np.ndarray:
         """The action whose servo targets hold the nominal pose, standing on both soles (`--start-standing`)."""

@@ -98,6 +98,7 @@ class StepTask(RobotTask):
 
     def set_iteration(self, iteration: int) -> None:
         """The stairs curriculum: treads rise with the training iteration."""
+        super().set_iteration(iteration)
         self.iteration = iteration
 
     def stair_height(self) -> float:
