@@ -278,6 +278,11 @@ def with_physics_settings(model: mujoco.MjModel, cfg: HumanoidConfig) -> mujoco.
     return model
 
 
+def _blend(own: float | np.ndarray, drawn: float | np.ndarray, strength: float) -> float | np.ndarray:
+    """`strength` of the way from the model's own value to a draw; at full strength the draw itself, exactly."""
+    return drawn if strength >= 1.0 else own + strength * (drawn - own)
+
+
 class HumanoidBatch:
     """`num_envs` copies of a humanoid: leg servos driven by actions, state gathered into arrays.
 
@@ -399,16 +404,15 @@ class HumanoidBatch:
         """This env's masses, friction and joint damping (and LHW's joint friction and centres of mass), each
         moved from the model's value towards its draw by the ramp's strength (the same draws at any strength)."""
         r, b, m, s = self.cfg.randomization, self.base, self.models[i], self.strength
-        m.body_mass[:] = b.body_mass * (1.0 + s * (rng.uniform(*r.mass, size=b.nbody) - 1.0))
-        m.geom_friction[:, 0] = b.geom_friction[:, 0] * (1.0 + s * (rng.uniform(*r.friction) - 1.0))
-        m.dof_damping[:] = b.dof_damping * (1.0 + s * (rng.uniform(*r.damping, size=b.nv) - 1.0))
+        m.body_mass[:] = b.body_mass * _blend(1.0, rng.uniform(*r.mass, size=b.nbody), s)
+        m.geom_friction[:, 0] = b.geom_friction[:, 0] * _blend(1.0, rng.uniform(*r.friction), s)
+        m.dof_damping[:] = b.dof_damping * _blend(1.0, rng.uniform(*r.damping, size=b.nv), s)
         legs = self.layout.leg_qvel
         if r.joint_damping is not None:
-            drawn = rng.uniform(*r.joint_damping, size=len(legs))
-            m.dof_damping[legs] = b.dof_damping[legs] + s * (drawn - b.dof_damping[legs])
+            m.dof_damping[legs] = _blend(b.dof_damping[legs], rng.uniform(*r.joint_damping, size=len(legs)), s)
         if r.joint_frictionloss is not None:
             drawn = rng.uniform(*r.joint_frictionloss, size=len(legs))
-            m.dof_frictionloss[legs] = b.dof_frictionloss[legs] + s * (drawn - b.dof_frictionloss[legs])
+            m.dof_frictionloss[legs] = _blend(b.dof_frictionloss[legs], drawn, s)
         if r.com_offset:
             bodies = self._dyn_bodies
             offset = rng.uniform(-r.com_offset, r.com_offset, (len(bodies), 3))
