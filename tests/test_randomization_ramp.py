@@ -73,3 +73,14 @@ def test_the_strength_is_linear_between_the_ramp_s_ends(ramp, iteration, strengt
     from ppolab.envs.humanoid import Randomization
 
     assert Randomization(ramp=ramp).strength(iteration) == pytest.approx(strength)
+
+
+def test_a_ramp_is_kept_in_the_resolved_config_and_no_ramp_leaves_it_as_saved_before(tmp_path):
+    from ppolab.envs import env_config
+
+    ramped = tmp_path / "ramp.yaml"
+    ramped.write_text("randomization: {ramp: [10, 20]}\n")
+    assert env_config.resolve("h1_walk", str(ramped))["randomization"]["ramp"] == [10, 20]  # resume continues it
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("randomization: {enabled: true}\n")
+    assert "ramp" not in env_config.resolve("h1_walk", str(plain))["randomization"]

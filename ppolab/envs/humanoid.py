@@ -28,8 +28,10 @@ from pydantic import (
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -101,6 +103,15 @@ class Randomization(BaseModel):
         "(no noise, no wrench) to its full range, linearly: a gait learned first, robustness after. Checks and "
         "evaluation get the full range. null: full from the first iteration",
     )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_ramp(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """No ramp is written as none: a config saved before the ramp existed reads back as it was saved (the
+        shipped policies' env.yaml), and means what it meant."""
+        out = handler(self)
+        if self.ramp is None:
+            out.pop("ramp", None)
+        return out
 
     def strength(self, iteration: int) -> float:
         """How much of the randomisation training gets at `iteration`: 0 none, 1 all of it (see `ramp`)."""
