@@ -8,7 +8,7 @@ only imports, never runs torch, never starts a thread, so every fork starts as a
 would, with the modules already loaded. Commands whose environment changes what is read at import
 (MUJOCO_GL, thread counts, Python's own variables) run as real subprocesses instead: `can_serve`.
 
-Run as a script: `python tests/forkserver.py SOCKET` serves until its parent (the pytest worker) exits.
+Run as a script: `python tests/forkserver.py SOCKET PARENT_PID` serves until its parent (the pytest worker) exits.
 """
 
 from __future__ import annotations
@@ -99,11 +99,11 @@ def _run_command(request: dict, fds: list[int], conn: socket.socket) -> None:
             os._exit(code & 0xFF)
 
 
-def serve(path: str) -> None:
+def serve(path: str, parent: int) -> None:
     """Accept requests until the parent exits; each one is a fork that runs a command."""
     from ppolab.experiments.executors.job import _die_with_parent
 
-    _die_with_parent()
+    _die_with_parent(parent)
     _preload()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stopped with the session: exit as Python does
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forks are reaped by the kernel; their codes go by socket
@@ -131,7 +131,7 @@ class ForkServer:
     def __init__(self, folder: Path) -> None:
         self.path = str(folder / "forkserver.sock")
         self.env = dict(os.environ)
-        self.proc = subprocess.Popen([sys.executable, __file__, self.path], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sys.executable, __file__, self.path, str(os.getpid())], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, env=self.env, text=True)  # fmt: skip
         line = self.proc.stdout.readline()
         if line.strip() != "ready":
@@ -199,4 +199,4 @@ def _kill_group(pid: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], int(sys.argv[2]))

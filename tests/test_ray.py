@@ -88,6 +88,28 @@ def _alive(group: int) -> bool:
     return False
 
 
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (its children, theirs, ...), read from /proc."""
+    found, todo = set(), [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = {int(k) for k in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo.extend(kids - found)
+            found |= kids
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def iterations(path: Path) -> int:
     return sum(1 for r in read_metrics(path) if r["type"] == "iteration") if (path / "metrics.jsonl").exists() else 0
 
@@ -136,7 +158,10 @@ def test_a_sweep_on_ray_runs_side_by_side_and_resumes_a_run_lost_with_its_worker
     control = state()["control-s1"]
     worker_pid = int(control["ray_worker"].split()[1])
     wait_until(lambda: iterations(d / "runs" / "control-s1") >= 5, "5 iterations of control-s1")
+    first_attempt = descendants(worker_pid)  # its `ppolab train` and that run's sampling workers
+    assert first_attempt, "the Ray worker runs its training in a child process"
     os.kill(worker_pid, signal.SIGKILL)  # the Ray worker that ran the task is gone, as with its node
+    wait_until(lambda: not any(running(p) for p in first_attempt), "the killed worker's training to end with it")
     out = proc.stdout.read()
     assert proc.wait(300) == 0, out
     assert "Run control-s1: lost with its Ray worker" in out and "submitted again" in out

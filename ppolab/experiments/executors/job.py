@@ -10,6 +10,7 @@ to a log file. A crash, a kill or a timeout ends the child alone.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -44,10 +45,18 @@ except (OSError, AttributeError):  # not Linux
     _PRCTL = None
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the runner dies (Linux prctl PR_SET_PDEATHSIG)."""
+def _die_with_parent(parent: int) -> None:
+    """In the child: get SIGTERM when the runner `parent` dies (Linux prctl PR_SET_PDEATHSIG).
+
+    A runner that died before the prctl took effect would never send it, so the child then ends at
+    once. SIGTERM is unblocked and at its default: a child exec'd from a Ray worker thread would
+    otherwise inherit that thread's blocked or ignored SIGTERM and outlive its worker."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _PRCTL is not None:
         _PRCTL(1, signal.SIGTERM)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _preload_trainer() -> None:
@@ -87,7 +96,7 @@ class Job:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, as below
-                preexec_fn=_die_with_parent,
+                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
                 env={**os.environ, "RAY_ADDRESS": ""},  # the run samples locally, on the CPUs given to it
                 text=True,
                 errors="replace",
@@ -96,22 +105,22 @@ class Job:
         else:
             _preload_trainer()
             read_fd, write_fd = os.pipe()
+            parent = os.getpid()
             self.pid = os.fork()
             if self.pid == 0:
                 os.close(read_fd)
-                self._child(call, write_fd)  # never returns
+                self._child(call, write_fd, parent)  # never returns
             os.close(write_fd)
             self.pipe = os.fdopen(read_fd, "r", errors="replace")
         self.copier = threading.Thread(target=self._copy, daemon=True)
         self.copier.start()
 
     @staticmethod
-    def _child(call: TrainCall, write_fd: int) -> None:
+    def _child(call: TrainCall, write_fd: int, parent: int) -> None:
         code = 1
         try:
             os.setpgid(0, 0)  # its own process group: the runner stops the run and its sampling workers together
-            _die_with_parent()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _die_with_parent(parent)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
             os.dup2(write_fd, 1)
