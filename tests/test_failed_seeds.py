@@ -122,3 +122,11 @@ def test_advice_for_a_run_under_the_adaptive_schedule_names_desired_kl_not_lr():
                               diverge_at=70 if s == 1 else None) for s in (1, 2)]  # fmt: skip
         advice = compare(runs).split("### Recommendations")[1]
         assert f"{flag}and check the reward for nan/inf" in advice and "control-s1 shows nan_inf" in advice, advice
+
+
+def test_advice_counts_every_run_an_anomaly_fired_on_and_names_the_worst():
+    """Naming only the first run read as one affected seed when every seed was."""
+    runs = [synthetic.run(f"control-s{s}", 300.0, {"lr": 1e-3, "seed": s}, 120, diverge_at=at)
+            for s, at in ((1, 90), (2, 40), (3, None))]  # fmt: skip
+    advice = compare(runs).split("### Recommendations")[1]
+    assert "2 of 3 finished runs show nan_inf (most: control-s2," in advice, advice

@@ -525,18 +525,23 @@ def fps_spread(configs: list[Configuration]) -> str | None:
 
 
 def _anomaly_advice(runs: list[Run]) -> list[str]:
-    """Each rule's advice once, with the first run it fired on. Under `--schedule adaptive` the rate follows
-    the KL, so `--lr` is only where it starts: the advice names `--desired-kl` instead."""
-    recs, seen = [], set()
+    """Each rule's advice once, with how many runs it fired on and the one where it fired most: naming only
+    the first run read as if one seed were affected when every seed was. Under `--schedule adaptive` the rate
+    follows the KL, so `--lr` is only where it starts: the advice names `--desired-kl` instead."""
+    fired: dict[str, list[tuple[Run, dict]]] = {}
     for r in runs:
-        adaptive = (r.config or {}).get("schedule") == "adaptive"
         for a in r.summary.anomalies if r.summary else []:
-            if a["rule"] not in seen:
-                seen.add(a["rule"])
-                advice = ADVICE[a["rule"]].replace("--lr", "--desired-kl") if adaptive else ADVICE[a["rule"]]
-                recs.append(
-                    f"{advice}: {r.name} shows {a['rule']} ({a['count']} iterations from {a['first_iteration']})."
-                )
+            fired.setdefault(a["rule"], []).append((r, a))
+    recs = []
+    for rule, hits in fired.items():
+        r, a = max(hits, key=lambda hit: hit[1]["count"])
+        adaptive = (r.config or {}).get("schedule") == "adaptive"
+        advice = ADVICE[rule].replace("--lr", "--desired-kl") if adaptive else ADVICE[rule]
+        where = f"{a['count']} iterations from {a['first_iteration']}"
+        if len(hits) == 1:
+            recs.append(f"{advice}: {r.name} shows {rule} ({where}).")
+        else:
+            recs.append(f"{advice}: {len(hits)} of {len(runs)} finished runs show {rule} (most: {r.name}, {where}).")
     return recs
 
 
