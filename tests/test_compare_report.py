@@ -250,6 +250,16 @@ def test_compare_named_runs_control_first(swept):
     assert re.search(r"\| epochs-epochs6-s1 +\|", out) and "epochs=6" in out
 
 
+def test_compare_names_runs_from_two_places_by_their_place(swept, tmp_path):
+    """Two sweeps' runs share names ("preset-s2"): the report names each with its sweep, so that neither two
+    rows nor two configurations read alike ("control vs control")."""
+    other = tmp_path / "other" / "runs" / "control-s1"
+    shutil.copytree(swept / "runs" / "epochs-epochs6-s1", other)
+    out = run_ppolab("compare", str(swept / "runs" / "control-s1"), str(other), timeout=120).stdout
+    assert re.search(r"\| clip-epochs/control-s1 +\|", out) and re.search(r"\| other/control-s1 +\|", out), out
+    assert "other/control vs clip-epochs/control" in out and "control vs control" not in out, out
+
+
 def test_report_has_hypothesis_plan_verdict_plots_and_tracker_entry(swept):
     text = (swept / "results.md").read_text()
     for needle in (

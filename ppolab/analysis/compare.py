@@ -186,6 +186,20 @@ def _stopped_on_pass(cfg: dict, summary: RunSummary) -> bool:
     return bool(cfg.get("stop_on_pass") and summary.time_to_pass and summary.time_to_pass["passed"])
 
 
+def named(paths: list[Path]) -> list[tuple[str, Path]]:
+    """Run folders with the names a report gives them: the folder's own name, or, when the folders sit in
+    different places, the place too ("t1_walk-clock/preset-s2", a sweep's `runs/` skipped), so that two
+    sweeps' `preset-s2` or their two "preset" configurations never read alike."""
+
+    def place(path: Path) -> str:
+        parent = path.resolve().parent
+        return parent.parent.name if parent.name == "runs" else parent.name
+
+    if len({p.resolve().parent for p in paths}) <= 1:
+        return [(p.resolve().name, p) for p in paths]
+    return [(f"{place(p)}/{p.resolve().name}", p) for p in paths]
+
+
 def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = None) -> list[Run]:
     """The runs named (control first), each with whether it finished. `states` (a sweep's state.json)
     may say a run failed or is still running; a planned run without a folder is "not started"."""

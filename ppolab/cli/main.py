@@ -433,7 +433,7 @@ def run_analyze(ns: argparse.Namespace) -> int:
 
 
 def run_compare(ns: argparse.Namespace) -> int:
-    from ppolab.analysis.compare import compare, load_runs
+    from ppolab.analysis.compare import compare, load_runs, named
 
     paths = [Path(p) for p in ns.paths]
     for p in paths:
@@ -447,7 +447,7 @@ def run_compare(ns: argparse.Namespace) -> int:
         min_effect = min_effect if min_effect is not None else spec.metadata.min_effect
         metric = ns.metric or spec.metadata.metric
     else:
-        runs = load_runs([(p.name, p) for p in paths])
+        runs = load_runs(named(paths))
         metric = ns.metric or "final_reward"
     if metric != "final_reward" and not any(r.summary and r.summary.time_to_pass for r in runs):
         raise UserError(f"--metric {metric}: none of these runs ran behaviour checks; train them with --check-every N")
