@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,15 +190,16 @@ def _stopped_on_pass(cfg: dict, summary: RunSummary) -> bool:
 def named(paths: list[Path]) -> list[tuple[str, Path]]:
     """Run folders with the names a report gives them: the folder's own name, or, when the folders sit in
     different places, the place too ("t1_walk-clock/preset-s2", a sweep's `runs/` skipped), so that two
-    sweeps' `preset-s2` or their two "preset" configurations never read alike."""
+    sweeps' `preset-s2` or their two "preset" configurations never read alike. Paths are made absolute
+    without following links: a link is named as the user named it."""
+    full = [Path(os.path.abspath(p)) for p in paths]
 
     def place(path: Path) -> str:
-        parent = path.resolve().parent
-        return parent.parent.name if parent.name == "runs" else parent.name
+        return path.parent.parent.name if path.parent.name == "runs" else path.parent.name
 
-    if len({p.resolve().parent for p in paths}) <= 1:
-        return [(p.resolve().name, p) for p in paths]
-    return [(f"{place(p)}/{p.resolve().name}", p) for p in paths]
+    if len({f.parent for f in full}) <= 1:
+        return [(f.name, p) for f, p in zip(full, paths)]
+    return [(f"{place(f)}/{f.name}", p) for f, p in zip(full, paths)]
 
 
 def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = None) -> list[Run]:
