@@ -90,7 +90,10 @@ def test_doctor_help_and_a_sweep_plan_start_without_importing_torch_or_mujoco(tm
     import subprocess
     import sys
 
-    plan = ["sweep", str(REPO / "experiments" / "sweeps" / "example"), "--dry-run"]
+    example = tmp_path / "example"  # a copy of the file alone, whatever the checkout's example holds
+    example.mkdir()
+    (example / "sweep.yaml").write_text((REPO / "experiments" / "sweeps" / "example" / "sweep.yaml").read_text())
+    plan = ["sweep", str(example), "--dry-run"]
     for args in (["doctor"], ["--help"], ["sweep", "--help"], plan):
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "ppolab", *args],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -212,11 +213,13 @@ def test_the_example_sweep_runs_what_its_file_says_presets_notwithstanding():
 
 def test_the_readme_example_dry_runs_and_runs_on_a_shortened_budget(tmp_path):
     """The README's main job, as written, on 4 iterations of 2 x 50 steps instead of 120 of 12 x 500."""
-    example = REPO / "experiments" / "sweeps" / "example"
+    example = tmp_path / "as-shipped" / "example"  # a copy: the checkout may hold the README's finished run
+    example.mkdir(parents=True)
+    shutil.copy(REPO / "experiments" / "sweeps" / "example" / "sweep.yaml", example / "sweep.yaml")
     dry = run_ppolab("sweep", str(example), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "Every run: ppolab train --env cartpole" in dry.stdout and dry.stdout.count("--run-name ") == 6
-    assert not (example / "state.json").exists()
+    assert sorted(p.name for p in example.iterdir()) == ["sweep.yaml"]  # a dry run writes nothing
     doc = yaml.safe_load((example / "sweep.yaml").read_text())
     doc["defaults"].update(n_itr=4, num_procs=2, max_traj_len=50, minibatch_size=50, eval_freq=2)
     d = tmp_path / "sweeps" / "example"

@@ -119,7 +119,8 @@ def read_jsonl(path: Path) -> RunRecords:
         recs = read_records(path)
     except OSError as exc:
         raise UserError(f"{path}: unreadable ({exc.strerror})") from None
-    out = RunRecords(source=str(path), iterations=recs.iterations, evals=recs.evals, checks=recs.checks,
+    source = folder.metrics if path == folder.metrics_gz else path  # a slimmed run's records, as they were
+    out = RunRecords(source=str(source), iterations=recs.iterations, evals=recs.evals, checks=recs.checks,
                      incomplete=recs.skipped)  # fmt: skip
     if folder.log.exists():  # the summary line, when the run ended normally or by Ctrl-C
         for line in reversed(folder.log.read_text(errors="replace").splitlines()[-5:]):
@@ -144,7 +145,7 @@ def load_run(path: Path) -> RunRecords:
     """A run folder (metrics.jsonl, else train.log) or a plain stdout log file."""
     if path.is_dir():
         if RunFolder(path).has_metrics():
-            out = read_jsonl(RunFolder(path).metrics)
+            out = read_jsonl(RunFolder(path).metrics_file)
             out.fine_tune = _continued(path)
             return out
         if (path / "train.log").exists():
@@ -153,7 +154,7 @@ def load_run(path: Path) -> RunRecords:
             raise UserError(f"{path}: no metrics.jsonl or train.log; is it a run folder?")
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
-    if path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" or path.name.endswith(".jsonl.gz"):
         return read_jsonl(path)
     records = parse_log(path.read_text(errors="replace"), source=str(path))
     if not records.iterations:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ppolab import __version__
-from ppolab.cli import export_cli, ops_cli, robots_cli, tune_cli
+from ppolab.cli import export_cli, ops_cli, robots_cli, runs_cli, tune_cli
 from ppolab.cli.args import Parser, add_model_flags, build, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
@@ -248,6 +248,7 @@ def make_parser() -> Parser:
     _add_compare_report(sub)
     tune_cli.add_parser(sub)
     robots_cli.add_parser(sub)
+    runs_cli.add_parser(sub)
     export_cli.add_parser(sub)
     ops_cli.add_parsers(sub)
     return parser
@@ -539,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             "envs": run_envs,
             "tune": tune_cli.run_tune,
             "robots": robots_cli.run_robots,
+            "runs": runs_cli.run_runs,
             "export": export_cli.run_export,
             **ops_cli.COMMANDS,
         }[ns.subcommand](ns)

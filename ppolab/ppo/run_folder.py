@@ -8,11 +8,13 @@ counted, never half-read.
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 METRICS = "metrics.jsonl"  # one JSON record per iteration, per evaluation and per round of behaviour checks
+METRICS_GZ = "metrics.jsonl.gz"  # the same records, compressed, in a finished run that `ppolab runs slim` slimmed
 LAST = "last.pt"  # everything --resume needs, rewritten every iteration
 MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside or removes
 CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"
@@ -72,9 +74,16 @@ class Records:
 
 
 def read_records(path: Path) -> Records:
-    """Every record of a metrics file, iterations sorted by iteration; OSError if it cannot be read."""
+    """Every record of a metrics file (metrics.jsonl, or a slimmed run's metrics.jsonl.gz), iterations sorted by
+    iteration; OSError if it cannot be read."""
     out = Records()
-    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, gzip.BadGzipFile, ValueError) as exc:
+            raise OSError(f"{path}: not a whole gzip file ({exc})") from None
+    for line in data.decode("utf-8", errors="replace").splitlines():
         out.add(line)
     out.iterations.sort(key=lambda r: r["iteration"])
     return out
@@ -94,6 +103,15 @@ class RunFolder:
         return self.path / METRICS
 
     @property
+    def metrics_gz(self) -> Path:
+        return self.path / METRICS_GZ
+
+    @property
+    def metrics_file(self) -> Path:
+        """Where the records are to be read: metrics.jsonl, else a slimmed run's metrics.jsonl.gz."""
+        return self.metrics_gz if not self.metrics.is_file() and self.metrics_gz.is_file() else self.metrics
+
+    @property
     def last(self) -> Path:
         return self.path / LAST
 
@@ -102,7 +120,7 @@ class RunFolder:
         return self.path / LOG
 
     def has_metrics(self) -> bool:
-        return self.metrics.is_file()
+        return self.metrics_file.is_file()
 
     def has_checkpoint(self) -> bool:
         """A completed iteration to resume from."""
@@ -113,8 +131,9 @@ class RunFolder:
         return (self.path / MARKER).is_file()
 
     def records(self) -> Records:
-        """Every record of metrics.jsonl (none before the first iteration); OSError if it cannot be read."""
-        return read_records(self.metrics) if self.metrics.exists() else Records()
+        """Every record of metrics.jsonl or .gz (none before the first iteration); OSError if it cannot be read."""
+        path = self.metrics_file
+        return read_records(path) if path.exists() else Records()
 
     def follow(self) -> MetricsTail:
         """An incremental reader of metrics.jsonl: each call returns only the records written since."""

@@ -1,0 +1,201 @@
+"""`ppolab runs slim`: shrink finished run folders to their records.
+
+A finished run's value is its records: metrics (every iteration, evaluation and round of checks), its config,
+command and provenance, and the one actor a user may still play. Checkpoints, TensorBoard files and full
+console logs are most of its bytes (a 50-minute humanoid run: 7 MB, of which 0.3 MB is the actor). Slimming keeps
+what analyze, compare, report and repro read, so they give the same output before and after:
+
+- metrics.jsonl becomes metrics.jsonl.gz, written whole and read back record for record before the original goes;
+- train.log keeps its head (the run's settings) and tail (the summary line readers take the run time from);
+- a sweep's copy of a run's console output (SWEEP/logs/RUN.log) goes when it is the same bytes as train.log;
+- checkpoints go, except the ones asked for with --keep.
+
+Only folders ppolab made are touched (its marker, or the run.json it writes), only files ppolab names are
+removed, and a run without its final summary line (still training, or interrupted and resumable) is skipped
+unless asked for (`--unfinished`: it can no longer be resumed).
+Every step is atomic, so a kill at any moment leaves a run readable, and running the command again finishes it.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ppolab.errors import UserError
+from ppolab.ppo.run_folder import LAST, LOG, METRICS, METRICS_GZ, RunFolder, read_records
+from ppolab.util.files import atomic_write_bytes, atomic_write_text
+
+KEEPS = ("actor", "passing", "events", "log")
+KEEP_HELP = (
+    "what to keep beyond the records, repeatable: actor (actor.pt: the latest actor that passed every check, "
+    "else the best by evaluation), passing (actor_N.pt of the first round of checks that passed), events "
+    "(TensorBoard files), log (the whole train.log); none keeps only the records (default: actor)"
+)
+LOG_HEAD, LOG_TAIL = 80, 40  # lines: the settings printed at the start, the last iterations and summary line
+CHECKPOINT = re.compile(r"(actor|critic)(_\d+)?\.pt|last\.pt")
+FINAL = re.compile(r"Training (finished|interrupted at iteration \d+)\. Total time")
+
+
+@dataclass
+class Slimmed:
+    """What slimming did (or, dry, would do) to one run folder."""
+
+    path: Path
+    before: int = 0
+    after: int = 0
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    skipped: str = ""  # why the folder was left as it was
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.path), "bytes_before": self.before, "bytes_after": self.after,
+                "removed": self.removed, "kept": self.kept, "skipped": self.skipped or None}  # fmt: skip
+
+
+def parse_keep(values: list[str] | None) -> set[str]:
+    """--keep's values: a set of KEEPS; `none` alone keeps nothing."""
+    if not values:
+        return {"actor"}
+    words = {w.strip() for v in values for w in v.split(",") if w.strip()}
+    if words == {"none"}:
+        return set()
+    unknown = sorted(words - set(KEEPS))
+    if unknown:
+        raise UserError(f"--keep {unknown[0]}: not one of {', '.join(KEEPS)}, none")
+    return words
+
+
+def find_runs(paths: list[Path]) -> list[Path]:
+    """The run folders under each path (itself, a sweep's runs/, or any tree), without following links."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_symlink() or not path.is_dir():
+            raise UserError(f"{path}: not a folder; name run folders, sweep folders or folders that hold them")
+        found += [path] if is_run(path) else sorted(p for p in _walk(path) if is_run(p))
+    return list(dict.fromkeys(found))
+
+
+def _walk(root: Path):
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            yield child
+            if not is_run(child):
+                yield from _walk(child)
+
+
+def is_run(path: Path) -> bool:
+    """A folder ppolab made for a run: its marker, or (run folders written before the marker) the run.json
+    whose system block names ppolab's version."""
+    folder = RunFolder(path)
+    if folder.is_ppolabs():
+        return True
+    try:
+        meta = json.loads((path / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("system"), dict) and "ppolab" in meta["system"]
+
+
+def finished(folder: RunFolder) -> bool:
+    """The log ends with the summary line of a run that finished (not one interrupted, nor one still going)."""
+    try:
+        tail = folder.log.read_bytes()[-4096:].decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    lines = [line for line in tail if line.strip()]
+    return bool(lines) and (m := FINAL.match(lines[-1])) is not None and m.group(1) == "finished"
+
+
+def slim(path: Path, keep: set[str], dry_run: bool = False, unfinished: bool = False) -> Slimmed:
+    """Slim one run folder (see the module's docstring); the result says what went and what stayed.
+    `unfinished` slims a run that did not finish too: it can no longer be resumed."""
+    folder = RunFolder(path)
+    out = Slimmed(path, before=_size(path))
+    if not (folder.metrics.is_file() or folder.metrics_gz.is_file()):
+        out.skipped = "no metrics.jsonl: nothing would read it the same after"
+    elif not unfinished and not finished(folder):
+        out.skipped = (
+            "not finished (no 'Training finished.' at the end of train.log): resume it, let it end, "
+            "or give --unfinished"
+        )
+    if out.skipped:
+        out.after = out.before
+        return out
+    keep_names = _kept_checkpoints(folder, keep)
+    for p in sorted(path.iterdir()):
+        if p.is_file() and (CHECKPOINT.fullmatch(p.name) or p.name.startswith("events.out.tfevents")):
+            if p.name in keep_names or ("events" in keep and p.name.startswith("events.out.tfevents")):
+                out.kept.append(p.name)
+            else:
+                out.removed.append(p.name)
+                if not dry_run:
+                    p.unlink()
+    copy = _sweep_log_copy(folder)
+    if copy is not None:
+        out.removed.append(str(copy))
+        if not dry_run:
+            copy.unlink()
+    if folder.metrics.is_file():
+        out.removed.append(f"{METRICS} (now {METRICS_GZ})")
+        if not dry_run:
+            compress_metrics(folder)
+    if "log" not in keep and not dry_run:
+        trim_log(folder.log)
+    out.after = out.before if dry_run else _size(path)
+    return out
+
+
+def _kept_checkpoints(folder: RunFolder, keep: set[str]) -> set[str]:
+    names = {"actor.pt"} if "actor" in keep else set()
+    if "passing" in keep:
+        first = folder.records().first_pass()
+        if first is not None:
+            names.add(folder.actor(first["iteration"]).name)
+    return names - {LAST}
+
+
+def _sweep_log_copy(folder: RunFolder) -> Path | None:
+    """SWEEP/logs/RUN.log when this run is a sweep's and that file holds the same bytes as its train.log."""
+    if folder.path.parent.name != "runs":
+        return None
+    copy = folder.path.parent.parent / "logs" / f"{folder.path.name}.log"
+    if copy.is_symlink() or not copy.is_file() or not folder.log.is_file():
+        return None
+    return copy if filecmp.cmp(copy, folder.log, shallow=False) else None
+
+
+def compress_metrics(folder: RunFolder) -> None:
+    """metrics.jsonl -> metrics.jsonl.gz, the original removed only once the copy reads back the same records."""
+    raw = folder.metrics.read_bytes()
+    atomic_write_bytes(folder.metrics_gz, gzip.compress(raw, compresslevel=9, mtime=0))
+    if read_records(folder.metrics_gz) != read_records(folder.metrics):
+        folder.metrics_gz.unlink()
+        raise OSError(f"{folder.metrics_gz}: read back different records; {METRICS} kept")
+    folder.metrics.unlink()
+
+
+def trim_log(log: Path) -> None:
+    """Keep the log's first LOG_HEAD and last LOG_TAIL lines, with one line saying how many went between."""
+    if log.is_symlink() or not log.is_file():
+        return
+    lines = log.read_text(errors="replace").splitlines()
+    if len(lines) <= LOG_HEAD + LOG_TAIL + 1:
+        return
+    cut = len(lines) - LOG_HEAD - LOG_TAIL
+    note = f"[... {cut} lines removed by `ppolab runs slim`; the records are in {METRICS_GZ} ...]"
+    atomic_write_text(log, "\n".join([*lines[:LOG_HEAD], note, *lines[-LOG_TAIL:]]) + "\n")
+
+
+def _size(path: Path) -> int:
+    total = sum(p.stat().st_size for p in path.iterdir() if p.is_file() and not p.is_symlink())
+    copy_parent = path.parent.parent / "logs" / f"{path.name}.log"
+    if path.parent.name == "runs" and copy_parent.is_file() and not copy_parent.is_symlink():
+        total += copy_parent.stat().st_size
+    return total
+
+
+__all__ = ["KEEPS", "KEEP_HELP", "LOG", "Slimmed", "find_runs", "parse_keep", "slim"]
