@@ -230,7 +230,7 @@ def check_curve(env: str, run_dir: Path, rows: list[dict]) -> list[dict]:
     a walker passes when walk, straight, stand and turn all pass; a stepper when every plan type does.
 
     Results are kept in RUN_DIR/checks_curve.jsonl, so each checkpoint is checked once, also across
-    sessions (the checkpoints themselves need not be kept). A run trained with `--check-every` checked
+    invocations (the checkpoints themselves need not be kept). A run trained with `--check-every` checked
     itself: its own rounds (metrics.jsonl's check records) are the points, and no checkpoint is checked again.
     """
     own = {r["iteration"]: _from_training(r) for r in rows if r["type"] == "check"}
