@@ -127,10 +127,40 @@ def _fork_server() -> ForkServer | None:
     return _SERVER[0]
 
 
-def pytest_sessionfinish() -> None:
-    """Stop the fork server this process started."""
+SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "site"}
+_CHECKOUT: list[dict[str, tuple[int, int]]] = []
+
+
+def _checkout_files() -> dict[str, tuple[int, int]]:
+    """Every file of the checkout (but the venv, caches and git's own) with its size and modification time."""
+    out = {}
+    for folder, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in files:
+            st = os.lstat(os.path.join(folder, name))
+            out[os.path.relpath(os.path.join(folder, name), REPO)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the checkout's files: no test may write into it (each works in a temporary folder), so the tests
+    pass the same before or after a user's own runs there, and never change what a user has."""
+    if not hasattr(session.config, "workerinput"):  # the controlling process, not an xdist worker
+        _CHECKOUT.append(_checkout_files())
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the fork server this process started; fail the session if a test wrote into the checkout."""
     while _SERVER:
         _SERVER.pop().close()
+    if _CHECKOUT:
+        before, after = _CHECKOUT.pop(), _checkout_files()
+        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        if changed:
+            sys.stderr.write(
+                f"\nThe tests changed the checkout (a test must work in a temporary folder): {changed[:20]}\n"
+            )
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # credentials of the right shape that must never appear in any output

@@ -29,9 +29,10 @@ def _nav_pages(nav) -> list[str]:
 
 
 def _copy_docs(dest):
-    """What the site is built from (mkdocs.yml, docs/, the benchmarks page it includes), in `dest`."""
+    """What the site is built from (mkdocs.yml, docs/, and the pages it includes), in `dest`."""
     dest.mkdir(exist_ok=True)
-    shutil.copy(REPO / "mkdocs.yml", dest / "mkdocs.yml")
+    for name in ("mkdocs.yml", "AGENTS.md"):
+        shutil.copy(REPO / name, dest / name)
     shutil.copytree(REPO / "docs", dest / "docs")
     shutil.copytree(REPO / "benchmarks", dest / "benchmarks", ignore=shutil.ignore_patterns("runs", "*.py"))
     return dest
