@@ -228,6 +228,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
     from ppolab.cli.launch import check_workers, launch
     from ppolab.envs import ENVS
     from ppolab.experiments.quick import write_sweep
+    from ppolab.experiments.spec import check_folder_name
     from ppolab.ops.matrix import Matrix
 
     unknown = [e for e in ns.env_ids if e not in ENVS]
@@ -237,6 +238,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
     check_workers(ns)
     res = _resources(ns)
     name = ns.name or "matrix-" + "-".join(ns.env_ids)
+    check_folder_name(name, "--name")  # a folder, and a name in the sweep file and the Slurm script, in every format
     if ns.json:
         if ns.workers or ns.write:
             raise UserError("--json lists the matrix; drop it to --write or run it")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ppolab.errors import UserError
 from ppolab.experiments.plan import PlannedRun, TrainCall
+from ppolab.util import script_values
 
 ARN = re.compile(r"^arn:aws[\w-]*:(secretsmanager|ssm):[\w-]+:\d{12}:(secret:|parameter/)\S+$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -44,6 +45,9 @@ class BatchOptions:
             raise UserError("--retries: AWS Batch allows 1 to 10 attempts")
         if self.gpus < 0:
             raise UserError("--gpus: must be 0 or more")
+        script_values.check("--job-queue", self.job_queue, "aws_name")
+        script_values.check("--image", self.image, "image")
+        script_values.check("--output-dir", self.output_dir, "abs_path")
 
 
 def parse_secrets(items: list[str]) -> dict[str, str]:

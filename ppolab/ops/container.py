@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ppolab import __version__
 from ppolab.errors import UserError
+from ppolab.util import script_values
 
 PASSTHROUGH_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_ENTITY", "WANDB_PROJECT", "HF_TOKEN")
 
@@ -28,6 +29,11 @@ def find_context() -> Path:
 
 
 def image_name(tag: str | None, cuda: str | None) -> str:
+    """The image's reference; every option that goes into a docker command is checked against its grammar."""
+    if cuda is not None:
+        script_values.check("--cuda", cuda, "torch_variant")
+    if tag is not None:
+        script_values.check("--tag", tag, "image")
     return tag or f"ppolab:{__version__}" + (f"-{cuda}" if cuda else "")
 
 
@@ -45,6 +51,7 @@ def commands(image: str, cuda: str | None, push: str | None, context: Path) -> l
     run += [image, "sweep", "experiments/sweeps/example", "--yes"]
     cmds = [build, run]
     if push:
+        script_values.check("--push", push, "registry")
         remote = f"{push.rstrip('/')}/{image}"
         cmds += [["docker", "tag", image, remote], ["docker", "push", remote]]
     return cmds

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppolab.errors import UserError
+from ppolab.util import script_values
 from ppolab.util.tables import count
 
 
@@ -53,6 +54,10 @@ class Matrix:
                 )
         if not env_ids:
             raise UserError("--env-ids: name at least one env")
+        for env in env_ids:
+            script_values.check("--env-ids", env, "env_id")
+        script_values.check("--env-flag", env_flag, "flag")
+        script_values.check("--seed-flag", seed_flag, "flag")
         if len(set(env_ids)) != len(env_ids):
             raise UserError("--env-ids: an env is listed twice")
         return cls(tokens[:cut], tokens[cut:], list(env_ids), list(seeds), env_flag, seed_flag)

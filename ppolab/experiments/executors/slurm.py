@@ -28,12 +28,11 @@ from ppolab.experiments.executors import task
 from ppolab.experiments.executors.attempt import Stop, skip_reason
 from ppolab.experiments.plan import LOGS_DIR, PlannedRun
 from ppolab.experiments.state import SweepState, locked, now
+from ppolab.util import script_values
 from ppolab.util.files import atomic_write_text
 from ppolab.util.run_state import RunState
 
 SCRIPT_NAME = "slurm.sbatch"
-TIME_RE = re.compile(r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")
-MEM_RE = re.compile(r"^\d+[KMGT]?$")
 
 
 @dataclass(frozen=True)
@@ -46,10 +45,11 @@ class Resources:
     max_concurrent: int | None = None
 
     def check(self) -> None:
-        if not TIME_RE.match(self.time):
-            raise UserError(f"--time {self.time}: write it as Slurm does, e.g. 24:00:00, 90:00 or 2-00:00:00")
-        if not MEM_RE.match(self.mem):
-            raise UserError(f"--mem {self.mem}: write it as Slurm does, e.g. 16G or 8000M")
+        """Every value as Slurm reads it: each becomes an #SBATCH line, where no quoting holds a newline."""
+        if self.partition is not None:
+            script_values.check("--partition", self.partition, "slurm_partition")
+        script_values.check("--time", self.time, "slurm_time")
+        script_values.check("--mem", self.mem, "slurm_mem")
         if self.cpus_per_task < 1:
             raise UserError("--cpus-per-task: must be at least 1")
         if self.gpus_per_task < 0:
