@@ -81,6 +81,7 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
     from ppolab.experiments import display, plan
     from ppolab.experiments.executors import LaunchOptions, executor
     from ppolab.experiments.live import RUNNER_PID_FILE
+    from ppolab.experiments.runner_lock import hold_sweep
     from ppolab.experiments.spec import sweep_name
     from ppolab.util.files import atomic_write_text
 
@@ -123,4 +124,8 @@ def launch(sweep_dir: Path, ns: argparse.Namespace, dry_run: bool = False, prepa
         print(f"Sweep running in the background (pid {proc.pid}); it goes on after this terminal closes.")
         print(f"Follow it: ppolab sweep {sweep_dir} --watch   (or --status; log: {sweep_dir / 'sweep.log'})")
         return 0
-    return placement.launch(sweep_dir, sweep_name(sweep_dir), planned, opts)
+    runner = hold_sweep(sweep_dir, opts.wait_for_lock, lambda line: print(line, flush=True))
+    try:
+        return placement.launch(sweep_dir, sweep_name(sweep_dir), planned, opts)
+    finally:
+        runner.release()

@@ -40,7 +40,17 @@ LOCK_FILE = ".state.lock"
 RESULTS_FILE = "results.md"  # the sweep's report (ppolab.experiments.report)
 STATES = tuple(RunState)
 # what ppolab writes in a sweep folder (runs, their logs, the report, the detached runner's log and pid)
-SWEEP_ENTRIES = [LOCK_FILE, STATE_FILE, "runs", "logs", "plots", RESULTS_FILE, "sweep.log", "runner.pid"]
+SWEEP_ENTRIES = [
+    LOCK_FILE,
+    ".runner.lock",
+    STATE_FILE,
+    "runs",
+    "logs",
+    "plots",
+    RESULTS_FILE,
+    "sweep.log",
+    "runner.pid",
+]
 
 
 def now() -> str:

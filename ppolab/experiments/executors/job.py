@@ -197,8 +197,8 @@ class Job:
 def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:
     """A run's next attempt: resumed if it has a checkpoint, else `call`, a fresh start.
 
-    A folder of ppolab's own without a checkpoint never finished an iteration; it is moved aside, not
-    deleted. A folder ppolab did not make (no marker) is never touched: the run is refused.
+    A folder of ppolab's own without a checkpoint never finished an iteration (a kill before the first): it
+    holds nothing to keep, and goes. A folder ppolab did not make (no marker) is never touched: the run is refused.
     """
     refuse_links(run_dir, what=", in the sweep's runs")
     folder = RunFolder(run_dir)
@@ -207,8 +207,21 @@ def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:
     if run_dir.exists() or run_dir.is_symlink():
         if run_dir.is_symlink() or not folder.is_ppolabs():
             raise UserError(f"{run_dir} exists and is not a ppolab run folder; move it away or rename the run")
-        shutil.move(str(run_dir), str(run_dir.with_name(f"{run_dir.name}.incomplete-{int(time.time())}")))
+        shutil.rmtree(run_dir)
     return call, False
+
+
+def remove_leftovers(runs_dir: Path) -> list[str]:
+    """Remove the folders in a sweep's runs/ that runs killed before their first iteration left: ppolab's own
+    (their marker), without a checkpoint, and (older versions' name for them) `RUN.incomplete-TIME`. Only for a
+    runner that holds the sweep's runner lock, so that no run of this sweep is starting meanwhile."""
+    removed = []
+    for child in sorted(runs_dir.iterdir()) if runs_dir.is_dir() and not runs_dir.is_symlink() else []:
+        folder = RunFolder(child)
+        if child.is_dir() and not child.is_symlink() and folder.is_ppolabs() and not folder.has_checkpoint():
+            shutil.rmtree(child)
+            removed.append(child.name)
+    return removed
 
 
 def summary_of(run_dir: Path) -> dict | None:

@@ -24,6 +24,7 @@ from ppolab.analysis.anomalies import describe
 from ppolab.errors import NO_SPACE_EXIT, UserError
 from ppolab.experiments.display import duration
 from ppolab.experiments.executors.attempt import Attempt, Outcome, Stop, skip_reason
+from ppolab.experiments.executors.job import remove_leftovers
 from ppolab.experiments.live import SweepView
 from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import LOGS_DIR, RUNS_DIR, PlannedRun
@@ -54,6 +55,11 @@ def run_sweep(
     previous = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
     try:
         remove_stale_temps(sweep_dir)  # a runner killed during a state write left its temp file
+        if removed := remove_leftovers(sweep_dir / RUNS_DIR):
+            say(
+                f"Removed {len(removed)} folder(s) left by runs killed before their first iteration: "
+                + ", ".join(removed)
+            )
         state = SweepState.load(sweep_dir, sweep_name, {p.name: str(Path(RUNS_DIR) / p.name) for p in planned})
         state.data["runner_pid"] = os.getpid()
         for name in state.runs:  # a run left "running" by a dead runner was interrupted
@@ -177,12 +183,14 @@ class _Scheduler:
         if not self.ran_any and report.is_file() and not report.is_symlink():  # nothing new to report
             self.say(f"Report: {report} (no run this time; `ppolab report` draws it again)")
         elif len(failed) < self.total:
-            from ppolab.experiments.report import write_report
-
             try:
+                from ppolab.experiments.report import write_report  # seconds of imports: Ctrl-C may come here
+
                 self.say(f"Report: {write_report(self.sweep_dir)}")
             except UserError as exc:  # a report problem never costs the runs anything
                 self.say(f"No report: {exc}")
+            except KeyboardInterrupt:  # every run is recorded: the sweep is finished, the report can come later
+                self.say(f"Report not written (interrupted); `ppolab report {self.sweep_dir}` draws it")
         return 1 if failed else 0
 
 
