@@ -114,8 +114,12 @@ def command_lines(text: str) -> list[str]:
     return out
 
 
-DOCS = [REPO / "README.md", REPO / "AGENTS.md", *sorted((REPO / "ppolab" / "skills").glob("*/SKILL.md")),
-        *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "cli.md")]  # cli.md: --help itself
+DOCS = [
+    REPO / "README.md",
+    REPO / "AGENTS.md",
+    *sorted((REPO / "ppolab" / "skills").glob("*/SKILL.md")),
+    *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "cli.md"),
+]  # cli.md: --help itself
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))

@@ -58,7 +58,18 @@ def test_lhw_s_h1_walk_file_sets_the_pose_and_the_clock():
     [
         ("jvrc_walk", "obs_history_len: 2\n", "obs_history_len: 2: ppolab's policies observe the current step"),
         ("jvrc_walk", "sim_dt: 0.001\nkp: [200, 200]\n", "kp: a list of 12 values, one per leg joint"),
-        ("jvrc_walk", "sim_dt: 0.001\nxml_export_path: /tmp/x\n", "xml_export_path: no ppolab setting"),
+        ("jvrc_walk", "sim_dt: 1.0e-12\n", "sim_dt: 1e-12: a physics step of 0.0001 to 0.1 s"),
+        ("jvrc_walk", "sim_dt: 1e-12\n", "sim_dt: expected a number, got '1e-12'"),
+        ("h1_walk", "perturbation: {enable: 'yes'}\n", "perturbation.enable: true or false, got 'yes'"),
+        ("h1_walk", "dynamics_randomization: {enable: x}\n", "dynamics_randomization.enable: true or false"),
+        ("h1_walk", "dynamics_randomization: {enable: false, interval: -1}\n", "interval: expected a number above 0"),
+        ("h1_walk", "perturbation: {enable: true, interval: -1}\n", "perturbation.interval: expected a number above 0"),
+        (
+            "jvrc_walk",
+            "task: {swing_duration: 0.75, stance_duration: 0.35, total_duration: x}\n",
+            "task.total_duration: expected a number",
+        ),
+        ("jvrc_walk", "sim_dt: 0.001\nnumber: 3\n", "number: no ppolab setting corresponds to it"),
         ("h1_walk", "pdgains: {torso_joint: [40, 4]}\n", "pdgains.torso_joint: no such servoed joint in this env"),
         ("h1_walk", "sim_dt: 0.001\nctrllimited: true\n", "ctrllimited: ppolab's servos take any target"),
         (
@@ -94,6 +105,7 @@ def test_train_takes_lhw_s_file_through_the_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     saved = next(tmp_path.glob("*/env.yaml")).read_text()
     assert "R_KNEE: 250.0" in saved and "action_filter: pair" in saved
+    assert "xml_export_path ignored: ppolab writes no XML there" in proc.stdout  # LHW's file as LHW ships it
 
 
 def test_h1_walk_without_a_file_is_lhw_s_walk_yaml():

@@ -84,7 +84,9 @@ def resolve(env: str, path: str | None, robot: str | None = None) -> dict[str, A
     except yaml_file.YamlFileError as exc:
         raise UserError(f"--yaml {exc}") from None
     if lhw_yaml.is_lhw(data):  # LearningHumanoidWalking's envs/<robot>/configs/*.yaml, as it is
-        data = lhw_yaml.translate(data, env_class(env).Config, path)
+        data, notes = lhw_yaml.translate(data, env_class(env).Config, path)
+        for note in notes:
+            print(f"Note: {note}", flush=True)
     return validate(env, data, path)
 
 

@@ -10,7 +10,7 @@ the same robot file.
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, roll_pitch
 from ppolab.envs.robot_file import shipped_robot
@@ -44,7 +44,7 @@ class H1Config(HumanoidConfig):
     target_height: float = 0.98
     height_range: Range = (0.9, 1.4)
     rewards: H1Rewards = H1Rewards()
-    terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
+    terminate_on_self_collision: StrictBool = Field(True, description="end the episode when two robot parts touch")
 
 
 H1Config.joint_names = [*shipped_robot("h1").legs, *HELD]

@@ -29,6 +29,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     SerializerFunctionWrapHandler,
+    StrictBool,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -67,7 +68,7 @@ class Perturbation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    enabled: bool = False
+    enabled: StrictBool = False
     force: float = Field(10.0, ge=0, description="N: each component uniform in [-force, force]")
     torque: float = Field(2.0, ge=0, description="N m: each component uniform in [-torque, torque]")
     interval: float = Field(5.0, gt=0, description="mean seconds between draws")
@@ -80,7 +81,7 @@ class Randomization(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    enabled: bool = True
+    enabled: StrictBool = True
     obs_noise: NonNegativeFloat | dict[str, NonNegativeFloat] = Field(
         0.01,
         description="a number: std of Gaussian noise on every observation; a mapping: uniform noise of that "
@@ -127,13 +128,13 @@ class HumanoidConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    physics_dt: float = Field(0.001, gt=0, le=0.1)
-    control_dt: float = Field(0.025, gt=0, le=1.0, description="a whole multiple of physics_dt")
+    physics_dt: float = Field(0.001, ge=1e-4, le=0.1, description="s: at least 0.1 ms (finer steps take hours a run)")
+    control_dt: float = Field(0.025, ge=1e-4, le=1.0, description="a whole multiple of physics_dt")
     kp: Gains = Field(description="position gain per joint-name part (the longest matching part wins)")
     kd: Gains = Field(description="velocity gain per joint-name part (the longest matching part wins)")
     armature: Gains = Field({}, description="reflected rotor inertia per joint-name part, kg m^2 (else the model's)")
     damping: Gains = Field({}, description="joint viscous damping per joint-name part, N m s/rad (else the model's)")
-    visuals: bool = Field(False, description="load the robot's meshes (videos turn this on; physics is the same)")
+    visuals: StrictBool = Field(False, description="load the robot's meshes (videos turn this on; physics is the same)")
     action_scale: float = Field(0.5, gt=0, description="radians of joint offset per unit of action")
     action_clip: float | None = Field(1.0, gt=0, description="actions are clipped to +-this (null: unbounded)")
     action_smoothing: float = Field(0.5, gt=0, le=1, description="weight of the new action against the previous")
@@ -151,9 +152,9 @@ class HumanoidConfig(BaseModel):
         "newton", description="MuJoCo's constraint solver (LearningHumanoidWalking: pgs, 50 iterations)"
     )
     solver_iterations: int = Field(100, gt=0, le=10_000, description="the solver's iteration cap")
-    joint_limits: bool = Field(True, description="the joints' range limits act (LearningHumanoidWalking's "
+    joint_limits: StrictBool = Field(True, description="the joints' range limits act (LearningHumanoidWalking's "
                                "jointlimited: false turns them off)")  # fmt: skip
-    terminate_on_self_collision: bool = Field(True, description="end the episode when two robot parts touch")
+    terminate_on_self_collision: StrictBool = Field(True, description="end the episode when two robot parts touch")
     joint_names: ClassVar[list[str]] = []  # the robot's servoed joints: a gain key must be part of one
 
     @model_validator(mode="after")

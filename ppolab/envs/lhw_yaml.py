@@ -17,6 +17,7 @@ LHW_ONLY = {
     "sim_dt", "obs_history_len", "pdgains", "observation_noise", "dynamics_randomization", "init_noise",
     "half_sitting_pose", "ctrllimited", "jointlimited", "reduced_xml", "xml_export_path", "task", "reward_weights",
 }  # fmt: skip
+KEYS = LHW_ONLY | {"control_dt", "action_smoothing", "kp", "kd", "perturbation"}  # each has a method of its own
 # LHW's walking reward names (tasks/walking_task.py) and ppolab's
 REWARDS = {
     "foot_frc_score": "foot_force", "foot_vel_score": "foot_velocity", "root_accel": "root_accel",
@@ -35,19 +36,21 @@ def is_lhw(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     lists = any(isinstance(data.get(k), list) for k in ("kp", "kd"))
-    return lists or bool(LHW_ONLY & set(data)) or isinstance((data.get("perturbation") or {}).get("enable"), bool)
+    perturbation = data.get("perturbation")  # top-level: LHW's (ppolab's is randomization.perturbation)
+    return lists or bool(LHW_ONLY & set(data)) or (isinstance(perturbation, dict) and "enable" in perturbation)
 
 
-def translate(data: dict[str, Any], config_cls: type, source: str) -> dict[str, Any]:
-    """ppolab overrides for the env whose config class is `config_cls`; a UserError names what has none."""
+def translate(data: dict[str, Any], config_cls: type, source: str) -> tuple[dict[str, Any], list[str]]:
+    """ppolab overrides for the env whose config class is `config_cls`, and notes for the console about keys
+    read with nothing to do; a UserError names a key that has no ppolab meaning."""
     t = _Translation(config_cls, source)
     for key, value in data.items():
-        handler = getattr(t, f"_{key}", None)
+        handler = getattr(t, f"_{key}") if key in KEYS else None
         if handler is None:
             raise t.error(key, "no ppolab setting corresponds to it; drop it (README: LearningHumanoidWalking's "
                           "env files)")  # fmt: skip
         handler(value)
-    return t.finish()
+    return t.finish(), t.notes
 
 
 class _Translation:
@@ -58,17 +61,34 @@ class _Translation:
         self.fields = config_cls.model_fields
         self.legs: list[str] = list(getattr(config_cls, "joint_names", []))
         self.random: dict[str, Any] = {}
+        self.notes: list[str] = []  # said on the console: keys read but with nothing to do in ppolab
 
     def error(self, key: str, why: str) -> UserError:
         return UserError(f"{self.source}: {key}: {why}")
 
-    def _number(self, key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+    def _number(self, key: str, value: Any, positive: bool = False) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.error(key, f"expected a number, got {value!r}")
+        if positive and value <= 0:
+            raise self.error(key, f"expected a number above 0, got {value!r}")
         return float(value)
 
+    def _flag(self, key: str, value: Any) -> bool:
+        """LHW's booleans are YAML's true and false; anything else ("yes" in quotes, 1, "x") is a mistake."""
+        if not isinstance(value, bool):
+            raise self.error(key, f"true or false, got {value!r}")
+        return value
+
+    def _xml_export_path(self, v: Any) -> None:
+        self.notes.append(f"{self.source}: xml_export_path ignored: ppolab writes no XML there (it compiles its "
+                          "models into its own cache, PPOLAB_CACHE_DIR)")  # fmt: skip
+
     def _sim_dt(self, v: Any) -> None:
-        self.out["physics_dt"] = self._number("sim_dt", v)
+        dt = self._number("sim_dt", v)
+        if not 1e-4 <= dt <= 0.1:
+            raise self.error("sim_dt", f"{v!r}: a physics step of 0.0001 to 0.1 s (0.1 ms at the finest), at most "
+                             "control_dt")  # fmt: skip
+        self.out["physics_dt"] = dt
 
     def _control_dt(self, v: Any) -> None:
         self.out["control_dt"] = self._number("control_dt", v)
@@ -128,9 +148,7 @@ class _Translation:
                              "robot file's torque_limit")  # fmt: skip
 
     def _jointlimited(self, v: Any) -> None:
-        if not isinstance(v, bool):
-            raise self.error("jointlimited", "true or false")
-        self.out["joint_limits"] = v
+        self.out["joint_limits"] = self._flag("jointlimited", v)
 
     def _reduced_xml(self, v: Any) -> None:
         if v is not True:
@@ -145,8 +163,8 @@ class _Translation:
                 self.out[key] = self._number(f"task.{key}", value)
             elif key != "total_duration":
                 raise self.error(f"task.{key}", "this env has no such setting")
-        total = v.get("total_duration")
-        swing, stance = v.get("swing_duration"), v.get("stance_duration")
+        total, swing, stance = (None if v.get(k) is None else self._number(f"task.{k}", v[k])
+                                for k in ("total_duration", "swing_duration", "stance_duration"))  # fmt: skip
         if total is not None and None not in (swing, stance) and abs(total - swing - stance) > 1e-9:
             raise self.error("task.total_duration", f"{total} must be swing + stance ({swing} + {stance}): a half "
                              "gait cycle")  # fmt: skip
@@ -167,14 +185,18 @@ class _Translation:
     def _observation_noise(self, v: Any) -> None:
         if not isinstance(v, dict):
             raise self.error("observation_noise", "a mapping with enabled, multiplier, type and scales")
-        if not v.get("enabled", True):
+        if not self._flag("observation_noise.enabled", v.get("enabled", True)):
             self.random["obs_noise"] = 0.0
             return
         if v.get("type", "uniform") != "uniform":
             raise self.error("observation_noise.type", "ppolab's noise per observation group is uniform (LHW's "
                              "default); for Gaussian noise give randomization.obs_noise one std instead")  # fmt: skip
         k = self._number("observation_noise.multiplier", v.get("multiplier", 1.0))
+        if k < 0:
+            raise self.error("observation_noise.multiplier", f"0 or more, got {k!r}")
         scales = v.get("scales") or {}
+        if not isinstance(scales, dict):
+            raise self.error("observation_noise.scales", f"a mapping of LHW's groups ({', '.join(NOISE_GROUPS)})")
         unknown = [g for g in scales if g not in NOISE_GROUPS]
         if unknown:
             raise self.error(f"observation_noise.scales.{unknown[0]}", f"LHW's groups: {', '.join(NOISE_GROUPS)}")
@@ -189,15 +211,20 @@ class _Translation:
         for key, value in v.items():
             if key not in names:
                 raise self.error(f"perturbation.{key}", f"LHW's keys: {', '.join(names)}")
+            if key == "enable":
+                value = self._flag("perturbation.enable", value)
+            elif key != "bodies":
+                value = self._number(f"perturbation.{key}", value, positive=key == "interval")
             out[names[key]] = value
         self.random["perturbation"] = out
 
     def _dynamics_randomization(self, v: Any) -> None:
         if not isinstance(v, dict):
             raise self.error("dynamics_randomization", "a mapping with enable and interval")
-        if v.get("enable", False):
+        interval = self._number("dynamics_randomization.interval", v.get("interval", 0.5), positive=True)
+        if self._flag("dynamics_randomization.enable", v.get("enable", False)):
             self.random.update(DYNAMICS)
-            self.random["redraw_interval"] = self._number("dynamics_randomization.interval", v.get("interval", 0.5))
+            self.random["redraw_interval"] = interval
 
     def finish(self) -> dict[str, Any]:
         """The overrides; randomisation on when LHW's file asks for any of it, and then only what it asks for

@@ -125,8 +125,16 @@ class PdGains(Frozen):
 
 
 class Rates(Frozen):
-    physics_dt: float = Field(0.001, gt=0, le=0.1)
-    control_dt: float = Field(0.025, gt=0, le=1.0)
+    physics_dt: float = Field(0.001, ge=1e-4, le=0.1, description="s: at least 0.1 ms (finer steps take hours a run)")
+    control_dt: float = Field(0.025, ge=1e-4, le=1.0, description="s: a whole multiple of physics_dt")
+
+    @model_validator(mode="after")
+    def _whole_steps(self) -> Rates:
+        steps = self.control_dt / self.physics_dt
+        if steps < 1 - 1e-9 or abs(steps - round(steps)) > 1e-6:
+            raise ValueError(f"control_dt ({self.control_dt}) must be a whole multiple of physics_dt "
+                             f"({self.physics_dt}): an action holds whole physics steps")  # fmt: skip
+        return self
 
 
 class RobotFile(Frozen):

@@ -140,6 +140,15 @@ def _check_names(robot: RobotFile, model: mujoco.MjModel) -> None:
             raise UserError(f"{robot.where(key)}: no body {name!r}; its bodies: {names}")
     if robot.nominal.keyframe and robot.nominal.keyframe not in {model.key(i).name for i in range(model.nkey)}:
         raise UserError(f"{robot.where('nominal.keyframe')}: no keyframe {robot.nominal.keyframe!r}")
+    tables = [("nominal.joints", robot.nominal.joints), ("gains.kp", robot.gains.kp), ("gains.kd", robot.gains.kd),
+              ("armature", robot.armature), ("damping", robot.damping)]  # fmt: skip
+    if isinstance(robot.torque_limit, dict):
+        tables.append(("torque_limit", robot.torque_limit))
+    for key, table in tables:  # a part that names no joint is a typo that would silently change nothing
+        for part in table:
+            if not any(part in j for j in joints if j):
+                raise UserError(f"{robot.where(f'{key}.{part}')}: part of no joint's name; its joints: "
+                                f"{', '.join(sorted(j for j in joints if j))}")  # fmt: skip
 
 
 def nominal_joints(robot: RobotFile, model: mujoco.MjModel) -> dict[str, float]:

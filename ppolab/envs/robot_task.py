@@ -13,7 +13,7 @@ import copy
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, ValidationError, create_model, model_validator
+from pydantic import Field, StrictBool, ValidationError, create_model, model_validator
 
 from ppolab.envs.gait_clock import check_half_cycle
 from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch
@@ -35,7 +35,7 @@ class RobotTaskConfig(HumanoidConfig):
     height_range: tuple[float, float] | None = Field(
         None, description="the episode ends with the root outside this, m (null: 0.75 to 1.75 x the goal height)"
     )
-    observe_torque: bool = Field(False, description="the leg joints' torques are part of the observation")
+    observe_torque: StrictBool = Field(False, description="the leg joints' torques are part of the observation")
     nominal_pose: dict[str, float] = Field({}, description="leg joint angles (rad) by joint-name part, "
                                            "replacing the robot file's nominal pose (the zero action)")  # fmt: skip
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights3, yaw
@@ -81,7 +81,7 @@ class WalkConfig(ClockedConfig):
     lateral_gain: float = Field(0.5, ge=0, le=20, description="m/s of sideways command per m off the line "
                                 "walked in the forward mode (0: none)")  # fmt: skip
     lateral_limit: float = Field(0.1, gt=0, description="m/s: the line correction's largest sideways command")
-    heading_standing: bool = Field(True, description="the heading correction also while standing (the policy "
+    heading_standing: StrictBool = Field(True, description="the heading correction also while standing (the policy "
                                    "sees its heading error in every mode; false: only while stepping)")  # fmt: skip
     heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
     velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, ahead")
