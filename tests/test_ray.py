@@ -6,10 +6,12 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -194,3 +196,18 @@ def test_a_wrong_ray_address_is_one_line_and_no_run_folder(tmp_path, address):
     proc = run_ppolab("train", *TINY, "--n-itr", "1", "--logdir", str(tmp_path / "logs"), env={"RAY_ADDRESS": address})
     assert proc.returncode == 2 and proc.stderr.startswith(f"ppolab train: error: RAY_ADDRESS={address}: ")
     assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "logs").exists()
+
+
+def test_an_empty_ray_address_starts_a_private_cluster_whatever_a_dead_ones_file_says(tmp_path):
+    """Ray's own default joins the cluster its current-cluster file names; after a `ray start` cluster died
+    without `ray stop`, that file points at nothing and every run waited for the GCS timeout, then failed."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's sockets live there (108-byte paths)
+    (ray_tmp / "ray").mkdir()
+    (ray_tmp / "ray" / "ray_current_cluster").write_text("127.0.0.1:1\n")  # a cluster that is gone
+    try:
+        proc = run_ppolab("train", *TINY, "--n-itr", "1", "--backend", "ray", "--logdir", str(tmp_path / "logs"),
+                          env={"RAY_ADDRESS": "", "RAY_TMPDIR": str(ray_tmp)}, timeout=120)  # fmt: skip
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "a private local Ray" in proc.stdout

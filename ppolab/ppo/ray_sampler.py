@@ -68,14 +68,16 @@ def connect() -> str:
 
     if not ray.is_initialized():
         check_address()
-        address = os.environ.get("RAY_ADDRESS") or None
-        extra = {} if address else {"include_dashboard": False}
+        # Empty or unset: a new private cluster ("local"). Ray's own default (None) would join whatever cluster
+        # its current-cluster file names, a dead one included, and wait for its timeout.
+        address = os.environ.get("RAY_ADDRESS") or "local"
+        extra = {"include_dashboard": False} if address == "local" else {}
         try:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR", **extra)
         except ConnectionError as exc:
             raise UserError(f"RAY_ADDRESS={address}: cannot connect to a Ray cluster there ({exc})") from None
     address = os.environ.get("RAY_ADDRESS")
-    return f"the Ray cluster at {address}" if address else "a private local Ray"
+    return f"the Ray cluster at {address}" if address and address != "local" else "a private local Ray"
 
 
 class RaySampler:
