@@ -29,10 +29,13 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from pydantic import ValidationError
 
 from ppolab.envs.humanoid import roll_pitch
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_task import RobotTask
+from ppolab.errors import UserError
+from ppolab.util.validation import first_problem
 
 STAND_S = 2.0
 SAG = 0.75  # the root stays above this share of its nominal height (where the walking task ends an episode)
@@ -129,7 +132,14 @@ def check(file: RobotFile, picture: Path | None) -> dict:
         cls = task_env(task_classes()["walk"], file)
     quiet = {"randomization": {"enabled": False}, "init_joint_noise": 0.0, "init_tilt": 0.0, "init_lift": 0.0}
     # the robot's own gains and nominal pose, not a task's (h1's walking task takes LHW's softer gains and pose)
-    env = cls(1, cls.Config(**quiet, kp=file.gains.kp, kd=file.gains.kd, nominal_pose={}))
+    try:
+        config = cls.Config(**quiet, kp=file.gains.kp, kd=file.gains.kd, nominal_pose={})
+    except ValidationError as exc:  # the robot file's tables, checked against its joints: name the file's key
+        msg = first_problem(exc)["msg"]
+        raise UserError(
+            f"{file.source or file.name}: {'gains.' if msg.startswith(('kp:', 'kd:')) else ''}{msg}"
+        ) from None
+    env = cls(1, config)
     env.reset_one(0, np.random.default_rng(0))
     b = env.batch
     start = {"self_contact_at_nominal": bool(b.self_contact[0]),

@@ -61,7 +61,11 @@ class BuildParams:
 
 def _fresh_spec(robot: RobotFile, path: Path, visuals: bool, meshes: Path | None) -> mujoco.MjSpec:
     """The model file as a spec that compiles: a URDF's COLLADA meshes converted (videos) or dropped."""
-    spec = mujoco.MjSpec.from_file(str(path))
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except ValueError as exc:  # not an MJCF or URDF, cut short, or an <include> that cannot be read
+        why = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise UserError(f"{robot.where('model.path')}: MuJoCo cannot read {path} as an MJCF or URDF: {why}") from None
     is_urdf = path.suffix.lower() == ".urdf"
     if visuals and robot.model.meshes == "collada" and meshes is not None:
         _convert_collada(spec, path, meshes)
