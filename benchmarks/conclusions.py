@@ -224,6 +224,33 @@ def time_to_pass_rates(rng, draws: int) -> list[dict]:
     return rows
 
 
+def claims_rates(rng, draws: int) -> dict:
+    """Claims that need their test: a significant effect below the smallest effect of interest is never
+    "supported"; with two treatments equally better than the control, "best" is (almost) never named; runs all
+    passing at the same check give no log-rank test; a one-configuration time-to-pass report names no test."""
+    from ppolab.analysis.time_to_pass import Passing, logrank_permutation
+
+    below = equal_best = untestable = one_config_named = 0
+    for _ in range(draws):
+        small = synthetic.sweep({"control": list(rng.normal(300, 2, 5)), "t": list(rng.normal(315, 2, 5))})
+        below += verdict(small, min_effect_value=30)[0] == "supported"
+        twins = synthetic.sweep({"control": list(rng.normal(300, 10, 5)), "a": list(rng.normal(360, 10, 5)),
+                                 "b": list(rng.normal(360, 10, 5))})  # fmt: skip
+        equal_best += "best configuration" in compare(twins)
+        at = int(rng.integers(1, 20)) * 10 - 1
+        z, p = logrank_permutation([Passing(at, True)] * 5, [Passing(at, True)] * 5)
+        untestable += z != z and p != p
+    for _ in range(max(10, draws // 10)):
+        passes = [int(rng.integers(1, 9)) * 10 - 1 if rng.random() < 0.6 else synthetic.NEVER for _ in range(5)]
+        runs = [synthetic.run(f"preset-s{s}", 300, {"seed": s, "check_every": 10}, 100, passes_at=a)
+                for s, a in enumerate(passes, start=1)]  # fmt: skip
+        text = compare(runs, metric="time_to_pass")
+        one_config_named += "Fisher" in text or "log-rank" in text
+    return {"below_min_effect_supported": below / draws, "equal_winners_best_named": equal_best / draws,
+            "no_variance_untestable": untestable / draws,
+            "one_configuration_names_a_test": one_config_named / max(10, draws // 10)}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--draws", type=int, default=400)
@@ -240,6 +267,7 @@ def main() -> None:
         "failed_seeds": failed_seed_rates(rng, max(50, args.draws // 4)),
         "verdict_consistency": verdict_consistency(rng, max(50, args.draws // 4)),
         "time_to_pass": time_to_pass_rates(rng, max(50, args.draws // 4)),
+        "claims": claims_rates(rng, max(50, args.draws // 4)),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "conclusions.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -272,6 +300,11 @@ def main() -> None:
     print(f"Verdict against a Significant line: {vc['clashes']} of {vc['cells']} null cells")
     for r in out["time_to_pass"]:
         print(f"Time to pass, {r['case']}: decided in {r['decided']:.3f}")
+    c = out["claims"]
+    print(f"Claims: significant below the smallest effect 'supported' {c['below_min_effect_supported']:.3f}; "
+          f"equal winners, 'best' named {c['equal_winners_best_named']:.3f}; no variance untestable "
+          f"{c['no_variance_untestable']:.3f}; one configuration names a test "
+          f"{c['one_configuration_names_a_test']:.3f}")
 
 
 if __name__ == "__main__":

@@ -98,8 +98,10 @@ def test_the_verdict_agrees_with_the_significance_lines_and_names_a_small_effect
     assert "**Significant:** worse is worse" in compare(runs)
     small = _config_runs("control", 1e-3, [300, 301, 302, 299, 300])
     small += _config_runs("learnstd", 2e-3, [315, 316, 314, 315, 316])
-    result, why = verdict(small, min_effect_value=30)
-    assert result == "supported" and why.startswith("learnstd beats") and "below the smallest effect of interest" in why
+    result, why = verdict(small, min_effect_value=30)  # significant, but half the effect worth finding
+    assert result == "inconclusive" and why.startswith("learnstd beats")
+    assert "significant but below the smallest effect of interest, 30" in why
+    assert verdict(small, min_effect_value=10)[0] == "supported"
 
 
 def test_parameters_that_vary_together_are_one_estimate_named_by_configuration():

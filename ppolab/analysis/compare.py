@@ -141,8 +141,9 @@ class Configuration:
         return two_groups(self.scores)
 
     def passing(self, metric: PassMetric) -> Group:
-        """The finished runs that were checked, as passed or censored."""
-        runs = [r.passing(metric) for r in self.runs if r.finished]
+        """Every run that was checked, as passed or censored: one stopped early (interrupted, or still going)
+        is censored at its last round, never dropped (dropping it would keep only the runs that got further)."""
+        runs = [r.passing(metric) for r in self.runs]
         return Group(self.label, [p for p in runs if p is not None])
 
 
@@ -341,17 +342,25 @@ def missing_seeds(configs: list[Configuration]) -> list[str]:
     out = []
     for c in configs:
         pending = [r for r in c.runs if not r.finished]
-        if pending or len(c.judged) < MIN_SEEDS:
-            why = "; ".join(f"{r.name}: {r.status}" for r in pending) or f"fewer than {MIN_SEEDS} seeds"
-            out.append(f"{c.label} has {len(c.judged)} of {len(c.runs)} planned seeds finished ({why})")
+        if pending:
+            why = "; ".join(f"{r.name}: {r.status}" for r in pending)
+            out.append(f"{c.label} has {len(c.judged)} of {len(c.runs)} planned seeds finished, "
+                       f"{len(pending)} missing ({why})")  # fmt: skip
     return out
+
+
+def too_few_seeds(configs: list[Configuration]) -> list[str]:
+    """Configurations whose seeds, all finished, are too few for any test."""
+    return [f"{c.label} has {count(len(c.judged), 'finished seed')} (a test needs {MIN_SEEDS})"
+            for c in configs if len(c.judged) < MIN_SEEDS and all(r.finished for r in c.runs)]  # fmt: skip
 
 
 def describe_test(t: Test, control: Configuration, margin_text: str, k: int) -> str:
     d, c = t.diff, t.config
     n = f"{len(c.scores)} vs {count(len(control.scores), 'seed')}"
     if not d.testable:
-        return f"*Estimate:* {c.label} vs {control.label}: {d.value:+.1f} final reward ({n}: too few seeds to test)."
+        why = "no seed-to-seed variance on either side: no test is possible" if d.se == 0 else "too few seeds to test"
+        return f"*Estimate:* {c.label} vs {control.label}: {d.value:+.1f} final reward ({n}: {why})."
     ci = f"95% CI [{d.low:+.1f}, {d.high:+.1f}]"
     ps = f"Welch t, p = {d.p:.3g}" + (f", Holm-adjusted p = {t.p_holm:.3g} over {k} comparisons" if k > 1 else "")
     if t.significant:
@@ -457,17 +466,18 @@ def passing_statistics(configs: list[Configuration], metric: PassMetric) -> tupl
         f"Median {measure_name(other)} to pass",
     ]
     rows = [g.describe(metric) + g2.describe(other)[3:] for g, g2 in zip(groups, seconds)]
-    lines = [
-        tables.table(header, rows),
-        "",
-        "A run that never passed is censored at its last round of checks (it passes later, if ever), not dropped. "
-        "Solve rates: Clopper-Pearson intervals, compared by Fisher's exact test. Times: the log-rank statistic "
-        "with a permutation p-value (exact over every assignment of runs to the two sides up to 1,000 of them).",
-    ]
     ts = pass_tests(groups)
+    how = ("A run that never passed is censored at its last round of checks (it passes later, if ever), not dropped. "
+           "Solve rates: Clopper-Pearson intervals")  # fmt: skip
+    if ts:  # name only the tests that were run
+        how += (", compared by Fisher's exact test. Times: the log-rank statistic with a permutation p-value (exact "
+                "over every assignment of runs to the two sides up to 1,000 of them).")  # fmt: skip
+    else:
+        how += "; medians: Kaplan-Meier. One configuration: nothing is compared."
+    lines = [tables.table(header, rows), "", how]
     statements = [describe_pass_test(t, groups[0], metric, len(ts)) for t in ts]
     for t in pass_tests(seconds):
-        if t.group.runs and any(r.passed for r in t.group.runs + seconds[0].runs):
+        if t.testable and t.group.runs and any(r.passed for r in t.group.runs + seconds[0].runs):
             statements.append(
                 f"*Second view, not the verdict's measure:* {measure_name(other)} to pass, {t.group.label} vs "
                 f"{seconds[0].label}: log-rank z = {t.z:+.2f} (positive: sooner), permutation p = {t.p:.3g}, "
@@ -507,8 +517,12 @@ def effect_lines(configs: list[Configuration]) -> list[str]:
     lines = []
     for effects in together.values():
         k, means, spread = effects[0]
-        if len(effects) == 1:
-            per = {"unset" if v is None else str(v): m for v, m in means.items()}
+        if len(effects) == 1:  # a value shared by several configurations says which it pools
+            holders: dict = {}
+            for c in configs:
+                holders.setdefault(_value(c.params.get(k)), []).append(c.label)
+            per = {("unset" if v is None else str(v)) + (f" ({'/'.join(holders[v])})" if len(holders.get(v, [])) > 1
+                   else ""): m for v, m in means.items()}  # fmt: skip
             by = k
         else:
             labels: dict = {}
@@ -603,9 +617,10 @@ def recommendations(configs, runs, ts, margin, margin_text, metric: str = "final
     recs = _anomaly_advice([r for r in runs if r.finished])  # a diverged run included: its anomaly is named
     improving = [r for r in judged if r.improving]
     if improving:
+        what = "the comparison is" if len(configs) > 1 else "its figures are"
         recs.append(
             f"raise {budget(improving[0].config)}: {len(improving)} of {len(judged)} finished runs had not levelled "
-            f"off ({improving[0].name}: {improving[0].improving}), so the comparison is of curves still climbing."
+            f"off ({improving[0].name}: {improving[0].improving}), so {what} of curves still climbing."
         )
     if metric in PASS_METRICS:  # the range and seed advice below reads final rewards
         return recs + _pass_seed_advice(configs, metric)
@@ -628,10 +643,13 @@ def _best(configs: list[Configuration], ts: list[Test], margin: float, margin_te
     _, _, t = decide(configs, ts, margin, margin_text)
     if t is not None:
         why = ", ".join(f"{k}={v}" for k, v in diffs(t.config.params, control.params).items())
-        return (
-            f"**Decided:** best configuration: **{t.config.label}**, significantly better than {control.label} "
-            f"by {t.diff.value:+.1f} final reward. What it changes: {why}."
-        )
+        rivals = [c for c in configs[1:] if c is not t.config]
+        if beats_every_other(t.config, rivals):  # "best" only against every other configuration, tested
+            return (f"**Decided:** best configuration: **{t.config.label}**, significantly better than every other "
+                    f"({control.label} by {t.diff.value:+.1f} final reward). What it changes: {why}.")  # fmt: skip
+        return (f"**Decided:** {t.config.label} is significantly better than {control.label} by "
+                f"{t.diff.value:+.1f} final reward (what it changes: {why}); it is not shown better than "
+                f"{', '.join(c.label for c in rivals)}, so no configuration is named best.")  # fmt: skip
     scored = [c for c in configs if len(c.scores)]
     if len(scored) < 2:
         return None
@@ -641,6 +659,15 @@ def _best(configs: list[Configuration], ts: list[Test], margin: float, margin_te
         f"{count(len(top.scores), 'seed')}); no configuration is shown better than the control, so this "
         "ranks noise as much as configurations and decides nothing."
     )
+
+
+def beats_every_other(best: Configuration, rivals: list[Configuration]) -> bool:
+    """Welch tests of `best` against each other treatment, Holm-corrected: significantly better than all."""
+    if not rivals:
+        return True
+    diffs_ = [welch(best.scores, c.scores) for c in rivals]
+    adjusted = holm([d.p for d in diffs_])
+    return all(d.testable and d.value > 0 and p < ALPHA for d, p in zip(diffs_, adjusted))
 
 
 def _best_passing(configs: list[Configuration], metric: PassMetric) -> str | None:
@@ -758,8 +785,9 @@ def decide(
                 f"{len(t.config.finished)} seeds failed ({_failed_text(t.config)}) against the control's "
                 f"{len(control.failed)}: a configuration that fails more often is not shown to be better"
             ), None  # fmt: skip
-        if d.value < margin:
-            gain += f"; the difference is below the smallest effect of interest, {margin_text}"
+        if d.value < margin:  # significant, but smaller than the sweep said is worth finding
+            return "inconclusive", (f"{gain}: significant but below the smallest effect of interest, "
+                                    f"{margin_text}"), None  # fmt: skip
         return "supported", gain, t
     failed = [c for c in configs[1:] if len(c.failed) > len(control.failed)]
     note = "".join(f"; {len(c.failed)} of {c.label}'s seeds failed ({_failed_text(c)})" for c in failed)
@@ -787,9 +815,10 @@ def _measured_only(only: Configuration, metric: str) -> str:
     if passing is None or not passing.runs:
         return "no treatment to compare with the control"
     rate, median = passing.describe(metric)[2:]
+    missing = missing_seeds([only])
     return (f"one configuration, nothing to compare it with: {only.label} passed its checks on {rate} of its "
             f"checked seeds; median {measure_name(metric)} to pass {median} "
-            "(Kaplan-Meier, censored seeds counted)")  # fmt: skip
+            "(Kaplan-Meier, censored seeds counted)" + (f"; {missing[0]}" if missing else ""))  # fmt: skip
 
 
 def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str = "final_reward") -> tuple[str, str]:
@@ -803,6 +832,8 @@ def verdict(runs: list[Run], min_effect_value: float | None = None, metric: str 
     missing = missing_seeds(configs)
     if missing:
         return "inconclusive", "not decided, runs are missing: " + "; ".join(missing)
+    if metric not in PASS_METRICS and (few := too_few_seeds(configs)):
+        return "inconclusive", "not decided, too few seeds to test: " + "; ".join(few)
     if metric in PASS_METRICS:
         return pass_verdict(configs, metric)
     margin, margin_text = min_effect(configs, min_effect_value)

@@ -143,8 +143,8 @@ def welch(x, y) -> Difference:
         return Difference(d, -math.inf, math.inf, 1.0, math.nan, math.nan, n)
     vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
     se = math.sqrt(vx + vy)
-    if se == 0:  # identical seeds on both sides: the difference is exact
-        return Difference(d, d, d, 0.0 if d else 1.0, math.inf, 0.0, n)
+    if se == 0:  # every seed the same on both sides: no variance, so no test is possible
+        return Difference(d, -math.inf, math.inf, 1.0, math.nan, 0.0, n)
     df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
     t = t_ppf(1 - ALPHA / 2, df)
     p = 2 * t_sf(abs(d) / se, df)

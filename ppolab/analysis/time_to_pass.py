@@ -125,6 +125,8 @@ def _logrank_permutation(treated: tuple[Passing, ...], control: tuple[Passing, .
         return 0.0, 1.0
     n, k = len(runs), len(treated)
     z = _logrank_z(runs, set(range(k)))
+    if math.isnan(z):  # no variance (every run passing at the same round, say): no test is possible
+        return math.nan, math.nan
     if math.comb(n, k) <= EXACT_UP_TO:
         draws = [_logrank_z(runs, set(c)) for c in combinations(range(n), k)]
     else:
@@ -171,8 +173,13 @@ class PassTest:
     p_fisher: float
 
     @property
+    def testable(self) -> bool:
+        """False when the log-rank statistic has no variance (every run passing at the same round, say)."""
+        return not math.isnan(self.z)
+
+    @property
     def significant(self) -> bool:
-        return self.p_holm < ALPHA
+        return self.testable and self.p_holm < ALPHA
 
     @property
     def sooner(self) -> bool:
@@ -184,12 +191,18 @@ def pass_tests(groups: list[Group]) -> list[PassTest]:
     if not control.runs:
         return []
     raw = [logrank_permutation(g.runs, control.runs) for g in treated]
-    adjusted = holm([p for _, p in raw]) if raw else []
-    return [PassTest(g, z, p, ph, fisher_p(g.runs, control.runs)) for g, (z, p), ph in zip(treated, raw, adjusted)]
+    testable = [p for _, p in raw if not math.isnan(p)]  # Holm over the tests that could be made
+    adjusted = iter(holm(testable) if testable else [])
+    return [PassTest(g, z, p, math.nan if math.isnan(p) else next(adjusted), fisher_p(g.runs, control.runs))
+            for g, (z, p) in zip(treated, raw)]  # fmt: skip
 
 
 def describe_pass_test(t: PassTest, control: Group, metric: PassMetric, k: int) -> str:
     unit = measure_name(metric)
+    if not t.testable:
+        return (f"**No test possible:** {t.group.label} vs {control.label}: the log-rank statistic has no variance "
+                f"here (every run passed at the same {unit}, or none passed), so nothing can be said about which "
+                "passes sooner.")  # fmt: skip
     ps = f"log-rank, permutation p = {t.p:.3g}" + (f", Holm-adjusted p = {t.p_holm:.3g} over {k}" if k > 1 else "")
     rates = (
         f"solve rates {sum(r.passed for r in t.group.runs)}/{len(t.group.runs)} vs "
