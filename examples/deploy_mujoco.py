@@ -38,7 +38,14 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, help="override the solver's iteration cap")
     args = ap.parse_args()
     path = Path(args.policy)
-    c = json.loads(path.with_name(path.name + ".json").read_text())
+    sidecar = path.with_name(path.name + ".json")
+    if not sidecar.is_file():
+        ap.error(f"{sidecar}: no sidecar beside the policy; export it with `ppolab export RUN --onnx {path}`")
+    c = json.loads(sidecar.read_text())
+    names = {e["name"] for e in c.get("observation", [])}
+    if "modes" not in c or not {"mode", "command", "clock"} <= names:
+        ap.error(f"{path}: not a walking policy ({c.get('env', 'its env')}: its observation has no walking command); "
+                 "this script runs NAME_walk policies; play it in ppolab instead: ppolab eval RUN")
     model = mujoco.MjModel.from_binary_path(str(path.with_name(c["model"])))
     if args.solver:
         model.opt.solver = {"newton": mujoco.mjtSolver.mjSOL_NEWTON, "pgs": mujoco.mjtSolver.mjSOL_PGS,

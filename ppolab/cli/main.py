@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ppolab import __version__
-from ppolab.cli import export_cli, ops_cli, robots_cli, runs_cli, tune_cli
+from ppolab.cli import export_cli, habits, ops_cli, robots_cli, runs_cli, tune_cli
 from ppolab.cli.args import Parser, add_model_flags, build, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
@@ -80,6 +80,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
         "eval", help="evaluate a trained policy", description=EVAL_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
+    p.add_argument("policy", nargs="?", metavar="PATH", help="the same as --path (as export, analyze and compare "
+                   "take a run)")  # fmt: skip
     p.add_argument("--path", help="a run folder (its best actor.pt), an actor .pt file, or a folder of runs "
                    "(the latest)")  # fmt: skip
     p.add_argument("--logdir", metavar="DIR", help="a folder of runs: play the most recent (LearningHumanoidWalking's)")
@@ -323,11 +325,17 @@ def _policy_path(ns: argparse.Namespace) -> tuple[str, Path]:
     """The flag and the policy it names: --path (a folder of runs: its latest, said so), or --logdir's latest."""
     from ppolab.ppo.run_files import latest_run
 
+    if ns.policy and ns.path:
+        raise UserError(f"{ns.policy} and --path both name the policy; keep one")
+    ns.path = ns.path or ns.policy
     if ns.path and ns.logdir:
         raise UserError("--path and --logdir both name the policy; keep one")
     if not ns.path and not ns.logdir:
-        raise UserError("name the policy: --path RUN_DIR_OR_ACTOR.pt, or --logdir DIR for its most recent run")
+        raise UserError("name the policy: ppolab eval RUN_DIR_OR_ACTOR.pt (or --path), or --logdir DIR for its "
+                        "most recent run")  # fmt: skip
     flag, given = ("--path", Path(ns.path)) if ns.path else ("--logdir", Path(ns.logdir))
+    if flag == "--logdir" and (given / "actor.pt").is_file():  # a run folder itself: play it
+        return flag, given
     if given.is_dir() and (flag == "--logdir" or not (given / "actor.pt").is_file()):
         latest = latest_run(given, "actor.pt")
         if latest is None:
@@ -501,21 +509,14 @@ def normalise(argv: list[str]) -> list[str]:
     return out
 
 
-LHW_FLAGS = {  # LearningHumanoidWalking's train flags that ppolab has no counterpart for, and why
-    "--anneal": "ppolab's action std is fixed (--std-dev) or learned (--learn-std), not annealed; drop it",
-    "--use-gae": "ppolab always estimates advantages with GAE (--lam); drop it",
-    "--num-steps": "the batch is --num-procs x --num-envs-per-worker x --max-traj-len steps; drop it",
-}
-
-
 def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
     """Parse; an unknown flag is one line naming the closest real one and the subcommand's --help."""
     ns, extra = parser.parse_known_args(argv)
     if extra:
         sub = parser._subparsers._group_actions[0].choices[ns.subcommand]
-        lhw = LHW_FLAGS.get(extra[0].split("=", 1)[0])
-        if lhw:  # LearningHumanoidWalking's, with no ppolab counterpart: say so rather than guess a neighbour
-            sub.error(f"{extra[0].split('=', 1)[0]} is LearningHumanoidWalking's: {lhw}")
+        habit = habits.hint(extra[0].split("=", 1)[0])
+        if habit:  # another tool's flag: what ppolab says instead, rather than a neighbour by spelling
+            sub.error(habit + " (the table: docs/cli.md)")
         flags = [s for a in sub._actions for s in a.option_strings]
         guess = difflib.get_close_matches(extra[0].split("=", 1)[0], flags, n=1, cutoff=0.6)
         hint = f"; did you mean {guess[0]}?" if guess else ""

@@ -12,6 +12,8 @@ import argparse
 import os
 from contextlib import contextmanager
 
+from ppolab.cli import habits
+
 WIDTH = "100"  # argparse wraps help at the terminal's width: a fixed one gives the same page everywhere
 
 
@@ -40,6 +42,10 @@ def render() -> str:
                  "```text\n" + parser.format_help().rstrip() + "\n```\n"]  # fmt: skip
         for name, command in sub.choices.items():
             parts.append(f"## ppolab {name}\n\n```text\n{command.format_help().rstrip()}\n```\n")
+    parts.append("## Flags from other tools\n\nWhat ppolab says for the flags of CleanRL, Stable-Baselines3 and "
+                 "rl-zoo3, LearningHumanoidWalking, MuJoCo Playground and mjlab's rsl_rl; `ppolab train` answers "
+                 "each one given to it with its row. LearningHumanoidWalking's underscores (`--n_itr`) are read "
+                 "as ppolab's dashes.\n\n" + habits.table() + "\n")
     return "\n".join(parts)
 
 
