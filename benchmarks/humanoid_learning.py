@@ -64,6 +64,9 @@ def main() -> None:
     ap = _parser()
     args = ap.parse_args()
     if args.check:
+        from ppolab.ppo import checkpoint as ckpt
+
+        print(ckpt.describe(ckpt.find_actor(Path(args.check))), flush=True)  # which file and iteration is checked
         print(json.dumps(checks(args.env, Path(args.check)), indent=2))
         return
     run_name = args.run_name or f"{args.env}-learning-s{args.seed}"

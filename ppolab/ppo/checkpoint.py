@@ -2,7 +2,8 @@
 
 Files in a run folder:
 - `actor_<itr>.pt`, `critic_<itr>.pt`: at each evaluation;
-- `actor.pt`, `critic.pt`: the best so far by eval reward;
+- `actor.pt`, `critic.pt`: the latest that passed every behaviour check (`--check-every`), else the best so far
+  by eval reward; their metadata's `chosen_by` says which;
 - `last.pt`: everything `--resume` needs (networks, optimisers, counters), every iteration.
 
 Each policy file is `{"state_dict": ..., "meta": {...}}`; `meta` names the env,
@@ -55,6 +56,14 @@ def find_actor(path: Path) -> Path:
         if not path.is_file():
             raise UserError(f"{path}: no such file (is this a run folder with an evaluation yet?)")
     return path
+
+
+def describe(path: Path) -> str:
+    """The first line eval, export and the checks print: which file, which iteration, and why actor.pt is it."""
+    meta = load(path).get("meta", {})
+    why = meta.get("chosen_by") or ("the best evaluation reward" if path.name == "actor.pt" else None)
+    chosen = f"; actor.pt is {why}" if path.name == "actor.pt" and why else ""
+    return f"Policy: {path}, iteration {meta.get('iteration', '?')} (env {meta.get('env', '?')}{chosen})"
 
 
 def critic_beside(actor_path: Path) -> Path:

@@ -82,6 +82,8 @@ def play(
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Score `episodes` deterministic episodes; with a video or filmstrip, episode 1 is recorded as it is
     scored (one simulation). `seconds`, if given, sets the horizon in simulated time (LHW's --ep-len)."""
+    out.write(ckpt.describe(ckpt.find_actor(path)) + "\n")  # first: which file and iteration is played
+    out.flush()
     actor, meta = load_actor(path)
     params = sampling_params(actor)
     overrides = command.overrides(meta["env"], meta.get("env_config"))
@@ -101,7 +103,6 @@ def play(
     finally:
         if recorder:
             recorder.close()
-    out.write(f"Policy: {ckpt.find_actor(path)} (env {meta['env']}, iteration {meta['iteration']})\n")
     for i, (r, k) in enumerate(zip(returns, lengths), start=1):
         out.write(f"Episode {i}: length {int(k)}, return {r:.3f}\n")
     out.write(

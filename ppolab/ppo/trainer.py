@@ -209,6 +209,7 @@ class Session:
     mirror: MirrorMaps | None = None  # the mirror loss's action map (None: no mirror loss)
     check_time: float = 0.0  # seconds spent in behaviour checks (--check-every), resumed runs included
     expert: Expert | None = None  # --imitate's expert
+    passed: int | None = None  # the latest iteration whose actor passed every check: actor.pt's, from then on
     t_start: float = field(default_factory=time.perf_counter)
 
     @property
@@ -353,13 +354,15 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         if resume_dir is None:
             metrics.describe(cfg)
         eval_env = make_env(cfg.env, cfg.eval_episodes, env_overrides)
-        check_time = sum(r.get("seconds") or 0.0 for r in RunFolder(run_dir).records().checks)
+        checks = RunFolder(run_dir).records().checks
+        check_time = sum(r.get("seconds") or 0.0 for r in checks)
+        passed = [r["iteration"] for r in checks if r["passed"]]
         return Session(
             cfg=cfg, seed=cfg.seed, device=device, probe=probe, env_overrides=env_overrides, actor=actor,
             critic=critic, optimizer=optimizer, sampler=sampler, run_dir=run_dir, console=console,
             log_file=log_file, metrics=metrics, eval_env=eval_env, update=update, start_itr=point.start_itr,
             total_steps=point.total_steps, prior_time=point.prior_time, best=point.best, fresh=resume_dir is None,
-            mirror=mirror, check_time=check_time, expert=expert,
+            mirror=mirror, check_time=check_time, expert=expert, passed=passed[-1] if passed else None,
         )  # fmt: skip
     except BaseException:
         sampler.close()
@@ -514,17 +517,20 @@ def evaluate_and_save(s: Session, itr: int) -> None:
     save_pair(s, itr, reward)
     if s.best is None or reward > s.best[0]:
         s.best = (reward, itr)
-        save_pair(s, itr, reward, best=True)
+        if s.passed is None:  # once an actor passed every check, actor.pt is the latest that did
+            save_pair(s, itr, reward, best=True, chosen_by=f"the best evaluation reward so far ({reward:.3f})")
     seconds = time.perf_counter() - te
     s.console.evaluation(length, reward, seconds)
     s.metrics.evaluation({"iteration": itr, "reward": reward, "length": length, "time": seconds})
 
 
-def save_pair(s: Session, itr: int, reward: float | None, best: bool = False) -> None:
-    """actor_<itr>.pt and critic_<itr>.pt (`best`: actor.pt and critic.pt), with the metadata to replay them."""
+def save_pair(s: Session, itr: int, reward: float | None, best: bool = False, chosen_by: str | None = None) -> None:
+    """actor_<itr>.pt and critic_<itr>.pt (`best`: actor.pt and critic.pt, with the rule that chose them), with
+    the metadata to replay them."""
     for kind, net in (("actor", s.actor), ("critic", s.critic)):
         path = s.run_dir / (f"{kind}.pt" if best else f"{kind}_{itr}.pt")
-        ckpt.save_policy(path, net, policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides))
+        meta = policy_meta(s.cfg, s.probe, kind, itr, reward, s.env_overrides)
+        ckpt.save_policy(path, net, {**meta, "chosen_by": chosen_by} if best else meta)
         if not best:
             s.console.line(f"Saved {kind} at {path}")
 
@@ -539,6 +545,10 @@ def check_round(s: Session, itr: int) -> bool:
     s.console.line(checking.console_line(itr, r, s.total_steps, s.check_time, total))
     if r.passed and not RunFolder(s.run_dir).actor(itr).is_file():
         save_pair(s, itr, None)
+    if r.passed:  # the policy a user gets is the latest that passed, not the best by reward
+        s.passed = itr
+        save_pair(s, itr, None, best=True, chosen_by="the latest actor that passed every check")
+        s.console.line(f"actor.pt is now iteration {itr}'s actor: the latest that passed every check")
     return r.passed
 
 
@@ -567,6 +577,11 @@ def close(s: Session, itr: int, interrupted: bool) -> None:
     empty = interrupted and s.fresh and not RunFolder(s.run_dir).has_checkpoint()
     if interrupted and not empty:
         s.console.line(f"Continue it with: ppolab train --resume {s.run_dir}")
+    if s.passed is not None:
+        s.console.line(f"actor.pt: iteration {s.passed}'s actor, the latest that passed every check")
+    elif s.best is not None:
+        never = "; no actor passed every check" if s.cfg.check_every else ""
+        s.console.line(f"actor.pt: iteration {s.best[1]}'s actor, the best evaluation reward ({s.best[0]:.3f}){never}")
     s.console.final(interrupted, itr, s.elapsed, s.total_steps, s.best)
     for closer in (s.metrics.close, s.log_file.close):
         try:
