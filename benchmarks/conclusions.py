@@ -301,10 +301,12 @@ def main() -> None:
     for r in out["time_to_pass"]:
         print(f"Time to pass, {r['case']}: decided in {r['decided']:.3f}")
     c = out["claims"]
-    print(f"Claims: significant below the smallest effect 'supported' {c['below_min_effect_supported']:.3f}; "
-          f"equal winners, 'best' named {c['equal_winners_best_named']:.3f}; no variance untestable "
-          f"{c['no_variance_untestable']:.3f}; one configuration names a test "
-          f"{c['one_configuration_names_a_test']:.3f}")
+    print(
+        f"Claims: significant below the smallest effect 'supported' {c['below_min_effect_supported']:.3f}; "
+        f"equal winners, 'best' named {c['equal_winners_best_named']:.3f}; no variance untestable "
+        f"{c['no_variance_untestable']:.3f}; one configuration names a test "
+        f"{c['one_configuration_names_a_test']:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -167,6 +167,11 @@ class RobotFile(Frozen):
     tasks: dict[TaskName, dict[str, Any]] = Field(
         {}, description="defaults of the robot's tasks: all of them, or walk, stand, step (any task setting)"
     )
+    packages: dict[str, str] = Field(
+        {},
+        description="a URDF's package://NAME/ paths: NAME: its folder (relative to the robot file), where "
+        "neither a folder NAME above the URDF nor an installed Python package NAME holds it",
+    )
     source: str | None = Field(None, description="the robot file this was read from (set by ppolab)")
 
     @model_validator(mode="after")
@@ -231,6 +236,12 @@ def parse(data: Any, path: Path, root: Any = None) -> RobotFile:
     if isinstance(model, dict) and not model.get("package") and isinstance(model.get("path"), str):
         model = {**model, "path": str((path.parent / model["path"]).absolute())}  # beside the file, wherever run
         data = {**data, "model": model}
+    packages = data.get("packages")
+    if isinstance(packages, dict) and all(isinstance(v, str) for v in packages.values()):
+        data = {
+            **data,
+            "packages": {k: str((path.parent / Path(v).expanduser()).absolute()) for k, v in packages.items()},
+        }
     try:
         return RobotFile(**{**data, "source": str(path)})
     except ValidationError as exc:

@@ -24,6 +24,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from ppolab.envs import urdf_repair
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.robot_file import RobotFile, twin_name
 from ppolab.envs.scene import add_scene
@@ -61,12 +62,18 @@ class BuildParams:
 
 def _fresh_spec(robot: RobotFile, path: Path, visuals: bool, meshes: Path | None) -> mujoco.MjSpec:
     """The model file as a spec that compiles: a URDF's COLLADA meshes converted (videos) or dropped."""
-    try:
-        spec = mujoco.MjSpec.from_file(str(path))
-    except ValueError as exc:  # not an MJCF or URDF, cut short, or an <include> that cannot be read
-        why = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise UserError(f"{robot.where('model.path')}: MuJoCo cannot read {path} as an MJCF or URDF: {why}") from None
     is_urdf = path.suffix.lower() == ".urdf"
+    try:
+        if is_urdf:  # as published: package:// paths, zero-size shapes, bad inertias, frames above the base
+            text, notes = urdf_repair.repair(path, robot.root, robot.packages)
+            for note in notes:
+                print(f"{robot.source or robot.name}: {note}", flush=True)
+            spec = mujoco.MjSpec.from_string(text)
+        else:
+            spec = mujoco.MjSpec.from_file(str(path))
+    except ValueError as exc:  # not an MJCF or URDF, cut short, or an <include> that cannot be read
+        raise UserError(f"{robot.where('model.path')}: MuJoCo cannot read {path} as an MJCF or URDF: "
+                        f"{one_line(exc)}") from None  # fmt: skip
     if visuals and robot.model.meshes == "collada" and meshes is not None:
         _convert_collada(spec, path, meshes)
     elif not visuals or (is_urdf and robot.model.meshes != "model"):
@@ -314,6 +321,22 @@ def _strip(spec: mujoco.MjSpec) -> None:
             spec.delete(item)
 
 
+def one_line(exc: Exception) -> str:
+    """MuJoCo's message (several lines, the element and its name among them) as one line."""
+    return "; ".join(line.strip() for line in str(exc).replace("\\n", "\n").splitlines() if line.strip())
+
+
+def _compile(spec: mujoco.MjSpec, robot: RobotFile, path: Path) -> mujoco.MjModel:
+    """Compile, a refusal being one line naming the robot file, the model and MuJoCo's element."""
+    try:
+        return spec.compile()
+    except ValueError as exc:
+        raise UserError(
+            f"{robot.where('model.path')}: MuJoCo cannot compile {path}: {one_line(exc)}; fix that "
+            "element in the model, or add what it lacks in the robot file (geoms:, body_mass:)"
+        ) from None
+
+
 def build(robot_json: dict[str, Any], physics_dt: float, kp: dict, kd: dict, armature: dict, damping: dict,
           visuals: bool, stairs: int) -> mujoco.MjModel:  # fmt: skip
     """The task model of a robot file (the model cache's builder: JSON-able parameters only)."""
@@ -324,10 +347,7 @@ def build(robot_json: dict[str, Any], physics_dt: float, kp: dict, kd: dict, arm
         spec = _fresh_spec(robot, path, visuals, Path(meshes))
         _float_root(robot, spec)
         spec.compiler.fusestatic = False  # every body keeps its name until the last compile
-        try:
-            model0 = spec.copy().compile()
-        except ValueError as exc:
-            raise UserError(f"{robot.where('model.path')}: MuJoCo cannot compile {path}: {exc}") from None
+        model0 = _compile(spec.copy(), robot, path)
         _check_names(robot, model0)
         spec.option.timestep = physics_dt
         limits = _torque_limits(robot, spec, path, [model0.joint(i).name for i in range(model0.njnt)])
@@ -339,7 +359,7 @@ def build(robot_json: dict[str, Any], physics_dt: float, kp: dict, kd: dict, arm
             spec.worldbody.add_geom(name=f"stair{k}", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(STAIR_HALF),
                                     pos=[0, 0, -5], rgba=[0.55, 0.5, 0.45, 1], contype=1, conaffinity=1)  # fmt: skip
         add_servos(robot, spec, [*robot.legs, *held], p, limits)
-        model1 = spec.compile()
+        model1 = _compile(spec, robot, path)
         height = _add_sensors(robot, spec, model1, nominal_joints(robot, model0))
         add_scene(spec, spec.body(robot.root), size=height)
         spec.compiler.fusestatic = True  # welded bodies become one: fewer bodies to step
