@@ -7,11 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import jvrc_description
 import pytest
 import yaml
 from conftest import REPO, run_ppolab
-
-import jvrc_description
 
 SOURCE = Path(jvrc_description.__file__).parent
 

@@ -10,6 +10,19 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+WARNINGS: list[str] = []  # MuJoCo's latest warnings (a model it cannot decode, an unstable simulation)
+
+
+def _keep_warning(message: str) -> None:
+    """MuJoCo's warnings kept here instead of printed to stderr and appended to MUJOCO_LOG.TXT in the user's
+    folder: a refusal stays one line, and ppolab writes nothing where it was not asked to. An unstable step is
+    seen in the state (a fallen robot, a reset), which the checks and tasks already judge."""
+    WARNINGS.append(message)
+    del WARNINGS[:-20]
+
+
+mujoco.set_mju_user_warning(_keep_warning)
+
 
 class BatchPhysics:
     """Steps `num_envs` copies of a model with per-env controls held over `substeps`."""

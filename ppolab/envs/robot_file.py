@@ -201,6 +201,9 @@ class RobotFile(Frozen):
                 path = Path(self.source).parent / path
         if not path.is_file():
             raise UserError(f"{self.where('model.path')}: no model file {path}")
+        if path.suffix.lower() not in (".xml", ".mjcf", ".urdf"):
+            raise UserError(f"{self.where('model.path')}: {path} is neither an MJCF (.xml) nor a URDF (.urdf); "
+                            "name the robot's model file")  # fmt: skip
         return path
 
     def where(self, key: str) -> str:

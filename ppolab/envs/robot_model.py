@@ -24,7 +24,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ppolab.envs import urdf_repair
+from ppolab.envs import physics, urdf_repair  # noqa: F401  (physics: MuJoCo's warnings kept, not printed)
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.robot_file import RobotFile, twin_name
 from ppolab.envs.scene import add_scene
