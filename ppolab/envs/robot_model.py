@@ -76,6 +76,11 @@ def _fresh_spec(robot: RobotFile, path: Path, visuals: bool, meshes: Path | None
                         f"{one_line(exc)}") from None  # fmt: skip
     if visuals and robot.model.meshes == "collada" and meshes is not None:
         _convert_collada(spec, path, meshes)
+    elif visuals and is_urdf and robot.model.meshes == "model":  # the trained model, its meshes shown only
+        spec.compiler.discardvisual = False  # else the compiler drops every geom without contacts
+        for geom in spec.geoms:
+            if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+                _visual_only(geom)
     elif not visuals or (is_urdf and robot.model.meshes != "model"):
         for geom in list(spec.geoms):  # training: no visual meshes (they cost time in every step)
             if geom.type == mujoco.mjtGeom.mjGEOM_MESH and (is_urdf or (geom.contype == 0 and geom.conaffinity == 0)):
@@ -105,9 +110,15 @@ def _convert_collada(spec: mujoco.MjSpec, urdf: Path, out: Path) -> None:
     for body in spec.bodies:
         for geom in body.geoms:
             if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
-                geom.contype, geom.conaffinity, geom.group = 0, 0, 1
-                geom.mass, geom.density = 0.0, 0.0
+                _visual_only(geom)
                 geom.rgba = colors.get(body.name, [0.7, 0.7, 0.7, 1.0])
+
+
+def _visual_only(geom: mujoco.MjsGeom) -> None:
+    """A URDF mesh shown in pictures, with no contact and no mass: training drops them, so a picture's episode
+    is the trained model's (a URDF's collision meshes touching at the start would end it at once)."""
+    geom.contype, geom.conaffinity, geom.group = 0, 0, 1
+    geom.mass, geom.density = 0.0, 0.0
 
 
 def _urdf_colors(urdf: Path) -> dict[str, list[float]]:
