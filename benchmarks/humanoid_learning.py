@@ -34,10 +34,9 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ppolab.envs import env_names
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--env", default="jvrc_walk", choices=env_names(), metavar="ENV", help="a task (`ppolab envs`)")
+    ap.add_argument("--env", metavar="ENV", help="a task (`ppolab envs`; default: jvrc_walk, or with --check the "
+                    "policy's own, a robot file's env included)")  # fmt: skip
     ap.add_argument("--n-itr", type=int, help="iterations in all (default: the preset's); a resumed run goes on to it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--logdir", default="benchmarks/runs")
@@ -66,9 +65,18 @@ def main() -> None:
     if args.check:
         from ppolab.ppo import checkpoint as ckpt
 
-        print(ckpt.describe(ckpt.find_actor(Path(args.check))), flush=True)  # which file and iteration is checked
-        print(json.dumps(checks(args.env, Path(args.check)), indent=2))
+        actor = ckpt.find_actor(Path(args.check))
+        trained_on = ckpt.load(actor)["meta"]["env"]  # the run's env; a robot file's travels in the actor
+        if args.env not in (None, trained_on):
+            ap.error(f"--env {args.env}: {actor} was trained on {trained_on}; drop --env or name that env")
+        print(ckpt.describe(actor), flush=True)  # which file and iteration is checked
+        print(json.dumps(checks(trained_on, Path(args.check)), indent=2))
         return
+    from ppolab.envs import env_names
+
+    args.env = args.env or "jvrc_walk"
+    if args.env not in env_names():
+        ap.error(f"--env {args.env}: not a task; choose from {', '.join(env_names())} (`ppolab envs`)")
     run_name = args.run_name or f"{args.env}-learning-s{args.seed}"
     run_dir = Path(args.logdir) / run_name
     if args.ship is not None:

@@ -70,3 +70,30 @@ def test_each_defect_alone_gives_just_its_line(tmp_path, defect):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     repaired = [line for line in proc.stdout.splitlines() if "repaired:" in line]
     assert repaired and all(any(e in line for e in LINES[defect]) for line in repaired), repaired
+
+
+def test_the_add_your_robot_steps_run_end_to_end_on_a_robot_file_of_ones_own(tmp_path):
+    """check -> train (with checks) -> eval -> export -> the gait check, on a robot file made here from a broken
+    URDF: the env and the robot travel with the run, so no step needs the file again but train."""
+    import subprocess
+    import sys
+
+    robot = _robot(tmp_path, set(LINES))
+    assert run_ppolab("robots", "check", str(robot), "--no-picture", cwd=tmp_path, timeout=600).returncode == 0
+    logdir = tmp_path / "runs"
+    train = run_ppolab("train", "--env", "mybot_walk", "--robot", str(robot), "--n-itr", "1", "--num-procs", "1",
+                       "--max-traj-len", "20", "--minibatch-size", "20", "--logdir", str(logdir), cwd=tmp_path,
+                       timeout=600)  # fmt: skip
+    assert train.returncode == 0, train.stdout[-2000:] + train.stderr
+    run = next(logdir.iterdir())
+    for args in (["eval", str(run), "--episodes", "1", "--max-steps", "10"],
+                 ["export", str(run), "--onnx", str(tmp_path / "p.onnx")]):  # fmt: skip
+        proc = run_ppolab(*args, cwd=tmp_path, timeout=600)
+        assert proc.returncode == 0 and proc.stdout.startswith(f"Policy: {run / 'actor.pt'}"), proc.stderr
+    checked = subprocess.run([sys.executable, str(REPO / "benchmarks" / "humanoid_learning.py"), "--check", str(run)],
+                             capture_output=True, text=True, timeout=900, cwd=tmp_path)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert "(env mybot_walk" in checked.stdout.splitlines()[0] and '"walk"' in checked.stdout
+    wrong = subprocess.run([sys.executable, str(REPO / "benchmarks" / "humanoid_learning.py"), "--check", str(run),
+                            "--env", "jvrc_walk"], capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    assert wrong.returncode == 2 and "was trained on mybot_walk" in wrong.stderr
