@@ -94,6 +94,7 @@ def test_the_add_your_robot_steps_run_end_to_end_on_a_robot_file_of_ones_own(tmp
                              capture_output=True, text=True, timeout=900, cwd=tmp_path)  # fmt: skip
     assert checked.returncode == 0, checked.stderr[-2000:]
     assert "(env mybot_walk" in checked.stdout.splitlines()[0] and '"walk"' in checked.stdout
-    wrong = subprocess.run([sys.executable, str(REPO / "benchmarks" / "humanoid_learning.py"), "--check", str(run),
-                            "--env", "jvrc_walk"], capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    script = str(REPO / "benchmarks" / "humanoid_learning.py")
+    wrong = subprocess.run([sys.executable, script, "--check", str(run), "--env", "jvrc_walk"], capture_output=True,
+                           text=True, timeout=300, cwd=tmp_path)  # fmt: skip
     assert wrong.returncode == 2 and "was trained on mybot_walk" in wrong.stderr
