@@ -98,3 +98,28 @@ def test_the_add_your_robot_steps_run_end_to_end_on_a_robot_file_of_ones_own(tmp
     wrong = subprocess.run([sys.executable, script, "--check", str(run), "--env", "jvrc_walk"], capture_output=True,
                            text=True, timeout=300, cwd=tmp_path)  # fmt: skip
     assert wrong.returncode == 2 and "was trained on mybot_walk" in wrong.stderr
+
+
+def test_an_mjcf_with_a_zero_size_shape_and_an_impossible_inertia_loads_with_a_line_each(tmp_path):
+    from ppolab.envs import robot_file
+
+    shipped = robot_file.shipped_robot("berkeley")
+    folder = tmp_path / "berkeley"
+    shutil.copytree(shipped.model_path().parent, folder)
+    model = folder / shipped.model_path().name
+    text = model.read_text()
+    text = text.replace('<body name="ll_hr" pos="0 0.07 0" quat="0.92388 0 0.382683 0">',
+                        '<body name="ll_hr" pos="0 0.07 0" quat="0.92388 0 0.382683 0">\n<geom type="sphere" '
+                        'size="0" contype="0" conaffinity="0"/>', 1)  # fmt: skip
+    start = text.index('<body name="ll_haa"')
+    cut = text.index("diaginertia=", start)
+    end = text.index('"', text.index('"', cut) + 1) + 1
+    model.write_text(text[:cut] + 'diaginertia="0 0.001 0.001"' + text[end:])
+    doc = yaml.safe_load((REPO / "ppolab" / "envs" / "robots" / "berkeley.yaml").read_text())
+    doc.update(name="mybk", model={"path": f"berkeley/{model.name}"})
+    robot = tmp_path / "mybk.yaml"
+    robot.write_text(yaml.safe_dump(doc, sort_keys=False))
+    proc = run_ppolab("robots", "check", str(robot), "--no-picture", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "repaired: body ll_hr: dropped a sphere geom of zero size" in proc.stdout
+    assert "repaired: body ll_haa: its inertia had principal moments 0, 0.001, 0.001" in proc.stdout

@@ -24,7 +24,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ppolab.envs import physics, urdf_repair  # noqa: F401  (physics: MuJoCo's warnings kept, not printed)
+from ppolab.envs import model_repair, physics  # noqa: F401  (physics: MuJoCo's warnings kept, not printed)
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.robot_file import RobotFile, twin_name
 from ppolab.envs.scene import add_scene
@@ -64,13 +64,15 @@ def _fresh_spec(robot: RobotFile, path: Path, visuals: bool, meshes: Path | None
     """The model file as a spec that compiles: a URDF's COLLADA meshes converted (videos) or dropped."""
     is_urdf = path.suffix.lower() == ".urdf"
     try:
+        notes: list[str] = []
         if is_urdf:  # as published: package:// paths, zero-size shapes, bad inertias, frames above the base
-            text, notes = urdf_repair.repair(path, robot.root, robot.packages)
-            for note in notes:
-                print(f"{robot.source or robot.name}: {note}", flush=True)
+            text, notes = model_repair.repair_urdf(path, robot.root, robot.packages)
             spec = mujoco.MjSpec.from_string(text)
         else:
             spec = mujoco.MjSpec.from_file(str(path))
+            model_repair.repair_mjcf(spec, notes)
+        for note in notes:
+            print(f"{robot.source or robot.name}: {note}", flush=True)
     except ValueError as exc:  # not an MJCF or URDF, cut short, or an <include> that cannot be read
         raise UserError(f"{robot.where('model.path')}: MuJoCo cannot read {path} as an MJCF or URDF: "
                         f"{one_line(exc)}") from None  # fmt: skip

@@ -1,6 +1,6 @@
-"""A URDF as robot-description packages publish it, made into one MuJoCo compiles, each repair said in one line.
+"""Robot models as they are published, made into ones MuJoCo compiles, each repair said in one line.
 
-Published URDFs carry what ROS tools tolerate and MuJoCo's compiler refuses:
+Published URDFs (and, for the shapes and inertias, MJCFs) carry what ROS tools tolerate and MuJoCo's compiler refuses:
 - `package://NAME/...` mesh paths: resolved from the URDF's own package (a folder named NAME above it), from the
   robot file's `packages:` map, or from an installed Python package NAME; relative paths from the URDF's folder;
 - geometry of zero size (a `<sphere radius="0"/>` standing for "no shape"): dropped;
@@ -12,7 +12,8 @@ Published URDFs carry what ROS tools tolerate and MuJoCo's compiler refuses:
   the frames above the robot file's `root:` link are dropped, so that link is the top body and takes the free
   joint.
 
-`repair` returns the URDF text to compile and the lines to show; nothing is written.
+`repair_urdf` returns the URDF text to compile and the lines to show; `repair_mjcf` edits a loaded MJCF's spec;
+nothing is written.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ppolab.errors import UserError
 MIN_MOMENT = 1e-6  # kg m^2: a repaired inertia's smallest principal moment
 
 
-def repair(path: Path, root: str, packages: dict[str, str] | None = None) -> tuple[str, list[str]]:
+def repair_urdf(path: Path, root: str, packages: dict[str, str] | None = None) -> tuple[str, list[str]]:
     """The URDF at `path` ready for MuJoCo (see the module's docstring), and one line per repair."""
     try:
         tree = ET.parse(path)
@@ -100,6 +101,21 @@ def _sizes(shape: ET.Element) -> list[float]:
         return []
 
 
+def valid_moments(matrix: np.ndarray) -> np.ndarray | None:
+    """None for an inertia a body can have (positive principal moments, each at most the sum of the other two),
+    else the nearest diagonal one: its principal moments floored, then balanced."""
+    moments = np.linalg.eigvalsh(matrix)
+    if moments.min() > 0 and 2 * moments.max() <= moments.sum() * (1 + 1e-9):
+        return None
+    fixed = np.maximum(moments, MIN_MOMENT)
+    return np.minimum(fixed, (fixed.sum() - fixed) * 0.999 + MIN_MOMENT)  # each below the sum of the others
+
+
+def _said(where: str, before: np.ndarray, after: np.ndarray) -> str:
+    return (f"repaired: {where}: its inertia had principal moments {', '.join(f'{m:.3g}' for m in before)} (not a "
+            f"body's); now diagonal {', '.join(f'{m:.3g}' for m in after)} kg m^2")  # fmt: skip
+
+
 def _fix_inertias(robot: ET.Element, notes: list[str]) -> None:
     for link in robot.iter("link"):
         inertia = link.find("inertial/inertia")
@@ -110,16 +126,40 @@ def _fix_inertias(robot: ET.Element, notes: list[str]) -> None:
             xx, xy, xz, yy, yz, zz = (float(inertia.get(k, "0")) for k in keys)
         except ValueError:
             continue
-        moments = np.linalg.eigvalsh(np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
-        if moments.min() > 0 and 2 * moments.max() <= moments.sum() * (1 + 1e-9):
+        matrix = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        fixed = valid_moments(matrix)
+        if fixed is not None:
+            for k, v in zip(keys, (fixed[0], 0.0, 0.0, fixed[1], 0.0, fixed[2])):
+                inertia.set(k, repr(float(v)))
+            notes.append(_said(f"link {link.get('name')}", np.linalg.eigvalsh(matrix), fixed))
+
+
+def repair_mjcf(spec, notes: list[str]) -> None:
+    """An MJCF's shapes of zero size dropped and its impossible inertias repaired, body by body."""
+    import mujoco
+
+    sized = {mujoco.mjtGeom.mjGEOM_SPHERE: 1, mujoco.mjtGeom.mjGEOM_CAPSULE: 1, mujoco.mjtGeom.mjGEOM_CYLINDER: 1,
+             mujoco.mjtGeom.mjGEOM_BOX: 3, mujoco.mjtGeom.mjGEOM_ELLIPSOID: 3}  # fmt: skip
+    for body in spec.bodies:
+        for geom in list(body.geoms):
+            n = sized.get(geom.type)
+            if n and np.isnan(geom.fromto[0]) and min(geom.size[:n]) <= 0:
+                spec.delete(geom)
+                notes.append(f"repaired: body {body.name}: dropped a {geom.type.name.removeprefix('mjGEOM_').lower()} "
+                             "geom of zero size")  # fmt: skip
+        if not body.explicitinertial:
             continue
-        fixed = np.maximum(moments, MIN_MOMENT)
-        fixed = np.minimum(fixed, (fixed.sum() - fixed) * 0.999 + MIN_MOMENT)  # each below the sum of the others
-        for k, v in zip(keys, (fixed[0], 0.0, 0.0, fixed[1], 0.0, fixed[2])):
-            inertia.set(k, repr(float(v)))
-        notes.append(f"repaired: link {link.get('name')}: its inertia had principal moments "
-                     f"{', '.join(f'{m:.3g}' for m in moments)} (not a body's); now diagonal "
-                     f"{', '.join(f'{m:.3g}' for m in fixed)} kg m^2")  # fmt: skip
+        full = body.fullinertia
+        if np.isnan(full[0]):
+            matrix = np.diag(body.inertia)
+        else:
+            xx, yy, zz, xy, xz, yz = full
+            matrix = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        fixed = valid_moments(matrix)
+        if fixed is not None:
+            body.inertia = fixed
+            body.fullinertia = [np.nan, 0, 0, 0, 0, 0]
+            notes.append(_said(f"body {body.name}", np.linalg.eigvalsh(matrix), fixed))
 
 
 def _drop_frames_above(robot: ET.Element, root: str, notes: list[str]) -> None:
