@@ -45,7 +45,7 @@ CASES = {
         ["train", "--env", "cartpole", "--hidden-sizes", "20000", "20000"],
         "--hidden-sizes: 400,000,000 weights between hidden layers (at most 100,000,000",
     ),
-    "unknown flag": (["train", "--env", "cartpole", "--learning-rate", "1"], "unknown argument --learning-rate"),
+    "unknown flag": (["train", "--env", "cartpole", "--lerning-rate", "1"], "unknown argument --lerning-rate"),
     "continued path missing": (
         ["train", "--env", "cartpole", "--continued", "/nonexistent/actor.pt"],
         "--continued: /nonexistent/actor.pt: no such file",

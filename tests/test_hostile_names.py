@@ -57,7 +57,7 @@ def test_a_sweep_folder_with_a_control_character_is_refused_in_one_line(tmp_path
 def test_a_matrix_name_with_a_newline_is_refused_and_writes_nothing(tmp_path):
     proc = run_ppolab("matrix", "--command", "ppolab train --n-itr 2", "--env-ids", "cartpole", "--seeds", "1",
                       "--name", "m\ntouch PWNED", "--root", str(tmp_path), "--write", cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 2 and "the sweep name" in proc.stderr, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "--name 'm\\ntouch PWNED' has" in proc.stderr, proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []
 
 
