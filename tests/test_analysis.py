@@ -97,7 +97,7 @@ def test_analyze_json_for_a_run_folder_and_a_log_file(trained_run, tmp_path):
 
 def test_a_run_driven_to_nan_is_flagged(tmp_path):
     logs = tmp_path / "logs"
-    proc = run_ppolab(  # in tmp_path: MuJoCo writes its warnings (nan controls) to MUJOCO_LOG.TXT in the cwd
+    proc = run_ppolab(  # in tmp_path: MuJoCo's own warnings (nan controls) must not land in the user's folder
         "train",
         *TINY,
         "--n-itr",
@@ -112,7 +112,7 @@ def test_a_run_driven_to_nan_is_flagged(tmp_path):
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Nan, Inf or huge value in CTRL" in (tmp_path / "MUJOCO_LOG.TXT").read_text()
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists() and "Nan, Inf" not in proc.stderr
     out = run_ppolab("analyze", str(only_run_dir(logs)), "--json")
     data = json.loads(out.stdout)
     assert data["stable"] is False

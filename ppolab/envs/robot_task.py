@@ -56,8 +56,9 @@ class ClockedConfig(RobotTaskConfig):
     """A task on LHW's gait clock (walking, stepping): one cycle is right swing, double support, left swing,
     double support. The default is a 1.1 s cycle (LHW's JVRC: 2.2 s, which caps the speed a policy reaches)."""
 
-    swing_duration: float = Field(0.4, gt=0, description="seconds one foot swings (LHW's JVRC: 0.75)")
-    stance_duration: float = Field(0.15, gt=0, description="seconds of each double support (LHW's JVRC: 0.35)")
+    swing_duration: float = Field(0.4, gt=0, le=5.0, description="seconds one foot swings (LHW's JVRC: 0.75)")
+    stance_duration: float = Field(0.15, gt=0, le=5.0, description="seconds of each double support (LHW's JVRC: "
+                                   "0.35)")  # fmt: skip
 
     @model_validator(mode="after")
     def _mirrored_halves(self) -> ClockedConfig:
