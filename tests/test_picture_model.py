@@ -9,10 +9,10 @@ import pytest
 from conftest import REPO, run_ppolab
 
 
-@pytest.mark.parametrize("walker", ["jvrc_walk", "t1_walk"])
+@pytest.mark.parametrize("walker", ["jvrc_walk", "t1_walk", "berkeley_walk", "g1_walk", "h1_walk", "jvrc_step"])
 def test_a_filmstrip_plays_the_episode_eval_plays(tmp_path, walker):
-    args = ["eval", str(REPO / "pretrained" / walker), "--episodes", "1", "--mode", "forward", "--vx", "0.3",
-            "--max-steps", "80"]  # fmt: skip
+    told = ["--plan", "curved"] if walker.endswith("_step") else ["--mode", "forward", "--vx", "0.3"]
+    args = ["eval", str(REPO / "pretrained" / walker), "--episodes", "1", *told, "--max-steps", "80"]
     plain = run_ppolab(*args, timeout=600)
     shown = run_ppolab(*args, "--filmstrip", str(tmp_path / "f.png"), "--frames", "2", timeout=600)
     assert plain.returncode == 0 and shown.returncode == 0, plain.stderr + shown.stderr
