@@ -48,12 +48,12 @@ def _package_dir(name: str, urdf: Path, packages: dict[str, str]) -> tuple[Path 
     an installed Python package NAME (a robot-description package on PyPI, as JVRC-1's)."""
     if name in packages:
         return Path(packages[name]).expanduser(), "the robot file's packages:"
+    spec = importlib.util.find_spec(name) if name.isidentifier() else None
+    if spec is not None and spec.submodule_search_locations:  # as intended: nothing to say
+        return Path(list(spec.submodule_search_locations)[0]), ""
     for parent in urdf.resolve().parents:
         if parent.name == name:
             return parent, "the folder above the URDF"
-    spec = importlib.util.find_spec(name) if name.isidentifier() else None
-    if spec is not None and spec.submodule_search_locations:
-        return Path(list(spec.submodule_search_locations)[0]), ""
     return None, ""
 
 
