@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--check", metavar="PATH", help="only run the behaviour checks on this policy (e.g. pretrained/ENV)"
     )
+    ap.add_argument("--gated", action="store_true", help="with --check: stop at the first check that cannot pass, "
+                    "as training's rounds do (a policy that falls costs seconds, not minutes)")  # fmt: skip
     ap.add_argument(
         "--curve", action="store_true", help="the walk or footstep check of every checkpoint vs wall time (no training)"
     )
@@ -70,7 +72,7 @@ def main() -> None:
         if args.env not in (None, trained_on):
             ap.error(f"--env {args.env}: {actor} was trained on {trained_on}; drop --env or name that env")
         print(ckpt.describe(actor), flush=True)  # which file and iteration is checked
-        print(json.dumps(checks(trained_on, Path(args.check)), indent=2))
+        print(json.dumps(checks(trained_on, Path(args.check), gate=args.gated), indent=2))
         return
     from ppolab.envs import env_names
 
@@ -198,11 +200,12 @@ def warm_start(walk_actor: Path, out: Path) -> Path:
     return out / "actor.pt"
 
 
-def checks(env: str, path: Path) -> dict:
-    """The behaviour checks of the env's policy at `path` (a run folder, a pretrained folder or an actor file)."""
+def checks(env: str, path: Path, gate: bool = False) -> dict:
+    """The behaviour checks of the env's policy at `path` (a run folder, a pretrained folder or an actor file);
+    `gate`: stop at the first check that cannot pass."""
     from ppolab.ppo import behaviour
 
-    return behaviour.checks(env, path)
+    return behaviour.checks(env, path, gate=gate)
 
 
 def ship(env: str, run_dir: Path, iteration: int) -> Path:

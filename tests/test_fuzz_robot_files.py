@@ -1,4 +1,4 @@
-"""A few dozen fuzzed robot files and LearningHumanoidWalking env files (tests/fuzzing.py's cases) through the
+"""Eighteen fuzzed robot files and LearningHumanoidWalking env files (tests/fuzzing.py's cases) through the
 commands that read them: exit 0, 1 or 2, never a traceback or a hang, and a refusal in one line."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fuzzing import cases, run
 
-CASES = cases(seed=7, robots=18, lhw=10)
+CASES = cases(seed=7, robots=12, lhw=6)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

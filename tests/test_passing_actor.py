@@ -13,12 +13,12 @@ def test_actor_pt_is_the_latest_actor_that_passed_and_eval_says_so(tmp_path):
     logdir = tmp_path / "runs"
     shipped = REPO / "pretrained" / "jvrc_walk"  # a walker that passes, on the task it was trained on
     proc = run_ppolab("train", "--env", "jvrc_walk", "--continued", str(shipped), "--yaml", str(shipped / "env.yaml"),
-                      "--n-itr", "2", "--check-every", "1", "--eval-freq", "1", "--num-procs", "1",
+                      "--n-itr", "2", "--check-every", "2", "--eval-freq", "1", "--num-procs", "1",
                       "--max-traj-len", "40", "--minibatch-size", "40", "--std-dev", "0.05", "--lr", "1e-6",
                       "--logdir", str(logdir), "--seed", "3", timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     run = only_run_dir(logdir)
-    assert proc.stdout.count("PASSED") == 2, proc.stdout[-3000:]  # the shipped walker passes, a tiny lr keeps it
+    assert proc.stdout.count("PASSED") == 1, proc.stdout[-3000:]  # the shipped walker passes, a tiny lr keeps it
     meta = ckpt.load(run / "actor.pt")["meta"]
     assert meta["iteration"] == 1 and meta["chosen_by"] == "the latest actor that passed every check"
     assert "actor.pt is now iteration 1's actor: the latest that passed every check" in proc.stdout

@@ -90,8 +90,8 @@ def test_the_add_your_robot_steps_run_end_to_end_on_a_robot_file_of_ones_own(tmp
                  ["export", str(run), "--onnx", str(tmp_path / "p.onnx")]):  # fmt: skip
         proc = run_ppolab(*args, cwd=tmp_path, timeout=600)
         assert proc.returncode == 0 and proc.stdout.startswith(f"Policy: {run / 'actor.pt'}"), proc.stderr
-    checked = subprocess.run([sys.executable, str(REPO / "benchmarks" / "humanoid_learning.py"), "--check", str(run)],
-                             capture_output=True, text=True, timeout=900, cwd=tmp_path)  # fmt: skip
+    checked = subprocess.run([sys.executable, str(REPO / "benchmarks" / "humanoid_learning.py"), "--check", str(run),
+                              "--gated"], capture_output=True, text=True, timeout=900, cwd=tmp_path)  # fmt: skip
     assert checked.returncode == 0, checked.stderr[-2000:]
     assert "(env mybot_walk" in checked.stdout.splitlines()[0] and '"walk"' in checked.stdout
     script = str(REPO / "benchmarks" / "humanoid_learning.py")

@@ -53,6 +53,7 @@ def run_sweep(
     say = lambda line: print(line, file=out, flush=True)  # noqa: E731
     lock = hold_machine({"sweep": sweep_name, "dir": str(sweep_dir.resolve())}, wait_for_lock, say)
     previous = signal.signal(signal.SIGTERM, sigterm_as_interrupt)
+    previous_int = signal.getsignal(signal.SIGINT)  # the wrap-up ignores Ctrl-C outside the report
     try:
         remove_stale_temps(sweep_dir)  # a runner killed during a state write left its temp file
         if removed := remove_leftovers(sweep_dir / RUNS_DIR):
@@ -72,8 +73,9 @@ def run_sweep(
         finally:
             view.close()
     finally:
-        signal.signal(signal.SIGTERM, previous)
         lock.release()
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 class _Active:
@@ -174,6 +176,9 @@ class _Scheduler:
             act.attempt.end(Stop(reason))
 
     def _wrap_up(self) -> int:
+        """Say how the sweep ended and write its report. Every run has ended and is recorded: from here a Ctrl-C
+        can stop the report, never turn the finished sweep into an interrupted one."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         failed = [p.name for p in self.planned if self.state.runs[p.name]["state"] != RunState.DONE]
         self.say(
             f"Sweep finished: {self.total - len(failed)}/{self.total} runs done"
@@ -183,6 +188,7 @@ class _Scheduler:
         if not self.ran_any and report.is_file() and not report.is_symlink():  # nothing new to report
             self.say(f"Report: {report} (no run this time; `ppolab report` draws it again)")
         elif len(failed) < self.total:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops the report alone
             try:
                 from ppolab.experiments.report import write_report  # seconds of imports: Ctrl-C may come here
 
@@ -190,7 +196,9 @@ class _Scheduler:
             except UserError as exc:  # a report problem never costs the runs anything
                 self.say(f"No report: {exc}")
             except KeyboardInterrupt:  # every run is recorded: the sweep is finished, the report can come later
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
                 self.say(f"Report not written (interrupted); `ppolab report {self.sweep_dir}` draws it")
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return 1 if failed else 0
 
 
