@@ -158,14 +158,16 @@ def _kept_checkpoints(folder: RunFolder, keep: set[str]) -> set[str]:
     return names - {LAST}
 
 
+def _sweep_log(path: Path) -> Path | None:
+    """SWEEP/logs/RUN.log, the sweep runner's copy of this run's console output, when there is one (a file)."""
+    log = path.parent.parent / "logs" / f"{path.name}.log"
+    return log if path.parent.name == "runs" and log.is_file() and not log.is_symlink() else None
+
+
 def _sweep_log_copy(folder: RunFolder) -> Path | None:
-    """SWEEP/logs/RUN.log when this run is a sweep's and that file holds the same bytes as its train.log."""
-    if folder.path.parent.name != "runs":
-        return None
-    copy = folder.path.parent.parent / "logs" / f"{folder.path.name}.log"
-    if copy.is_symlink() or not copy.is_file() or not folder.log.is_file():
-        return None
-    return copy if filecmp.cmp(copy, folder.log, shallow=False) else None
+    """The sweep's log of this run when it holds the same bytes as its train.log."""
+    log = _sweep_log(folder.path)
+    return log if log is not None and folder.log.is_file() and filecmp.cmp(log, folder.log, shallow=False) else None
 
 
 def compress_metrics(folder: RunFolder) -> None:
@@ -191,11 +193,10 @@ def trim_log(log: Path) -> None:
 
 
 def _size(path: Path) -> int:
-    total = sum(p.stat().st_size for p in path.iterdir() if p.is_file() and not p.is_symlink())
-    copy_parent = path.parent.parent / "logs" / f"{path.name}.log"
-    if path.parent.name == "runs" and copy_parent.is_file() and not copy_parent.is_symlink():
-        total += copy_parent.stat().st_size
-    return total
+    """The run's bytes: its folder's files and the sweep's log of it."""
+    log = _sweep_log(path)
+    return sum(p.stat().st_size for p in path.iterdir() if p.is_file() and not p.is_symlink()) + (
+        log.stat().st_size if log else 0)  # fmt: skip
 
 
 __all__ = ["KEEPS", "KEEP_HELP", "LOG", "Slimmed", "find_runs", "parse_keep", "slim"]
