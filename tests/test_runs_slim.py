@@ -42,6 +42,11 @@ def test_a_slimmed_sweep_reads_the_same_in_analyze_compare_and_report(tmp_path):
     assert "Training finished." in (run / "train.log").read_text().splitlines()[-1]
     assert _views(sweep) == before
 
+    relaunch = run_ppolab("sweep", str(sweep), "--yes", env={"PPOLAB_LOCK_DIR": str(tmp_path)})
+    assert relaunch.returncode == 0, relaunch.stdout + relaunch.stderr
+    assert "runs again" not in relaunch.stdout + relaunch.stderr and "Removed" not in relaunch.stdout
+    assert (run / "metrics.jsonl.gz").is_file() and _views(sweep) == before  # a finished, slimmed run stays done
+
     again = run_ppolab("runs", "slim", str(sweep), "--json")  # a second pass finds nothing more to remove
     assert again.returncode == 0, again.stderr
     runs = json.loads(again.stdout)["runs"]
@@ -56,6 +61,14 @@ def test_unfinished_and_foreign_folders_are_left_alone(tmp_path):
     shutil.copytree(run, interrupted)
     log = interrupted / "train.log"
     log.write_text(log.read_text().replace("Training finished.", "Training interrupted at iteration 1."))
+    training = logdir / "training"  # no summary line yet: it may still be writing
+    shutil.copytree(run, training)
+    log = training / "train.log"
+    log.write_text("\n".join(log.read_text().splitlines()[:-1]) + "\n")
+    (training / "last.pt").unlink()
+    stale = logdir / "stale"  # interrupted, and its last.pt is gone: nothing to resume from
+    shutil.copytree(interrupted, stale)
+    (stale / "last.pt").unlink()
     foreign = tmp_path / "logs" / "mine"
     foreign.mkdir()
     (foreign / "metrics.jsonl").write_text("{}\n")
@@ -63,8 +76,10 @@ def test_unfinished_and_foreign_folders_are_left_alone(tmp_path):
 
     proc = run_ppolab("runs", "slim", str(logdir), "--keep", "none")
     assert proc.returncode == 0, proc.stderr
-    assert f"skipped {interrupted}: not finished" in proc.stdout
+    assert f"skipped {interrupted}: interrupted and resumable" in proc.stdout
     assert (interrupted / "last.pt").is_file() and (interrupted / "metrics.jsonl").is_file()
+    assert f"skipped {training}: not finished" in proc.stdout and (training / "metrics.jsonl").is_file()
+    assert (stale / "metrics.jsonl.gz").is_file() and not (stale / "metrics.jsonl").exists(), proc.stdout
     assert (foreign / "last.pt").read_bytes() == b"not ppolab's" and str(foreign) not in proc.stdout
     assert not list(run.glob("*.pt"))  # --keep none: records only
 

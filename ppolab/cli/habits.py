@@ -24,17 +24,26 @@ HABITS = [
     Habit("--n-timesteps", "rl-zoo3", f"--n-itr N (iterations, not steps: {BATCH}), or --time-limit MINUTES"),
     Habit("--num-timesteps", "Playground", f"--n-itr N (iterations, not steps: {BATCH}), or --time-limit MINUTES"),
     Habit("--max-iterations", "rsl_rl, mjlab", "--n-itr (one iteration: one rollout and one update, as there)"),
-    Habit("--num-envs", "CleanRL, Playground, rsl_rl, mjlab",
-          "--num-procs N (rollout workers) x --num-envs-per-worker M (envs each): N x M envs in all"),
-    Habit("--num-steps", "CleanRL; LearningHumanoidWalking",
-          "CleanRL's steps per env an iteration: --steps-per-env N; LearningHumanoidWalking's batch: " + BATCH),
+    Habit(
+        "--num-envs",
+        "CleanRL, Playground, rsl_rl, mjlab",
+        "--num-procs N (rollout workers) x --num-envs-per-worker M (envs each): N x M envs in all",
+    ),
+    Habit(
+        "--num-steps",
+        "CleanRL; LearningHumanoidWalking",
+        "CleanRL's steps per env an iteration: --steps-per-env N; LearningHumanoidWalking's batch: " + BATCH,
+    ),
     Habit("--num-steps-per-env", "rsl_rl, mjlab", "--steps-per-env"),
     Habit("--unroll-length", "Playground", "--steps-per-env"),
     Habit("--episode-length", "Playground", "--max-traj-len (control steps)"),
     Habit("--gae-lambda", "CleanRL, SB3", "--lam"),
     Habit("--discounting", "Playground", "--gamma"),
-    Habit("--num-minibatches", "CleanRL, Playground, rsl_rl",
-          "--minibatch-size (samples a minibatch: the batch over the number of minibatches)"),
+    Habit(
+        "--num-minibatches",
+        "CleanRL, Playground, rsl_rl",
+        "--minibatch-size (samples a minibatch: the batch over the number of minibatches)",
+    ),
     Habit("--batch-size", "SB3, rl-zoo3", "--minibatch-size (SB3's batch_size is the minibatch)"),
     Habit("--update-epochs", "CleanRL", "--epochs"),
     Habit("--n-epochs", "SB3, rl-zoo3", "--epochs"),
@@ -60,8 +69,11 @@ HABITS = [
     Habit("--torch-deterministic", "CleanRL", "drop it: a seed gives the same run on any core count, always"),
     Habit("--cuda", "CleanRL", "--device"),
     Habit("--normalize-observations", "Playground", "drop it: observations are always normalised"),
-    Habit("--anneal", "LearningHumanoidWalking", "drop it: the std is fixed (--std-dev), learned (--learn-std), or "
-          "scheduled (--std-final, --std-decay-itr)"),  # fmt: skip
+    Habit(
+        "--anneal",
+        "LearningHumanoidWalking",
+        "drop it: the std is fixed (--std-dev), learned (--learn-std), or scheduled (--std-final, --std-decay-itr)",
+    ),  # fmt: skip
     Habit("--use-gae", "LearningHumanoidWalking", "drop it: advantages always come from GAE (--lam)"),
 ]
 BY_FLAG = {h.flag: h for h in HABITS}

@@ -42,10 +42,12 @@ def render() -> str:
                  "```text\n" + parser.format_help().rstrip() + "\n```\n"]  # fmt: skip
         for name, command in sub.choices.items():
             parts.append(f"## ppolab {name}\n\n```text\n{command.format_help().rstrip()}\n```\n")
-    parts.append("## Flags from other tools\n\nWhat ppolab says for the flags of CleanRL, Stable-Baselines3 and "
-                 "rl-zoo3, LearningHumanoidWalking, MuJoCo Playground and mjlab's rsl_rl; `ppolab train` answers "
-                 "each one given to it with its row. LearningHumanoidWalking's underscores (`--n_itr`) are read "
-                 "as ppolab's dashes.\n\n" + habits.table() + "\n")
+    parts.append(
+        "## Flags from other tools\n\nWhat ppolab says for the flags of CleanRL, Stable-Baselines3 and "
+        "rl-zoo3, LearningHumanoidWalking, MuJoCo Playground and mjlab's rsl_rl; `ppolab train` answers "
+        "each one given to it with its row. LearningHumanoidWalking's underscores (`--n_itr`) are read "
+        "as ppolab's dashes.\n\n" + habits.table() + "\n"
+    )
     return "\n".join(parts)
 
 

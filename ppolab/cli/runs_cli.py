@@ -13,8 +13,8 @@ copy of it (SWEEP/logs/RUN.log) removed, checkpoints and TensorBoard files remov
 those --keep names. analyze, compare and report give the same output after as before.
 
 PATH is a run folder, a sweep folder, or any folder holding run folders (hundreds of them).
-Only folders ppolab made are touched; a run still training, or interrupted and resumable,
-is skipped and said so.
+Only folders ppolab made are touched; a run that may still be training, or interrupted
+with a last.pt to resume from, is skipped and said so.
 
   ppolab runs slim experiments/sweeps/my-sweep --dry-run    what would go, and the sizes
   ppolab runs slim logs/ --keep actor --keep events          keep actor.pt and TensorBoard files

@@ -7,12 +7,13 @@ what analyze, compare, report and repro read, so they give the same output befor
 
 - metrics.jsonl becomes metrics.jsonl.gz, written whole and read back record for record before the original goes;
 - train.log keeps its head (the run's settings) and tail (the summary line readers take the run time from);
-- a sweep's copy of a run's console output (SWEEP/logs/RUN.log) goes when it is the same bytes as train.log;
+- a sweep's or study's copy of a run's console output (SWEEP/logs/RUN.log, TRIAL/RUN.log) goes when it is the
+  same bytes as train.log, and is cut like train.log when it differs (several attempts, or a resume by hand);
 - checkpoints go, except the ones asked for with --keep.
 
 Only folders ppolab made are touched (its marker, or the run.json it writes), only files ppolab names are
-removed, and a run without its final summary line (still training, or interrupted and resumable) is skipped
-unless asked for (`--unfinished`: it can no longer be resumed).
+removed, and a run without its final summary line (it may still be training) or interrupted with a last.pt to
+resume from is skipped unless asked for (`--unfinished`: it can no longer be resumed).
 Every step is atomic, so a kill at any moment leaves a run readable, and running the command again finishes it.
 """
 
@@ -37,7 +38,6 @@ KEEP_HELP = (
 )
 LOG_HEAD, LOG_TAIL = 80, 40  # lines: the settings printed at the start, the last iterations and summary line
 CHECKPOINT = re.compile(r"(actor|critic)(_\d+)?\.pt|last\.pt")
-FINAL = re.compile(r"Training (finished|interrupted at iteration \d+)\. Total time")
 
 
 @dataclass
@@ -102,12 +102,23 @@ def is_run(path: Path) -> bool:
 
 def finished(folder: RunFolder) -> bool:
     """The log ends with the summary line of a run that finished (not one interrupted, nor one still going)."""
-    try:
-        tail = folder.log.read_bytes()[-4096:].decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return False
-    lines = [line for line in tail if line.strip()]
-    return bool(lines) and (m := FINAL.match(lines[-1])) is not None and m.group(1) == "finished"
+    return folder.ending() == "finished"
+
+
+def _why_not(folder: RunFolder, unfinished: bool) -> str:
+    """Why a run must be left as it is, or "" when it may be slimmed. An interrupted run that has no last.pt
+    any more cannot be resumed, so slimming it loses nothing; one still writing is never touched."""
+    if not (folder.metrics.is_file() or folder.metrics_gz.is_file()):
+        return "no metrics.jsonl: nothing would read it the same after"
+    end = folder.ending()
+    if unfinished or end == "finished" or (end == "interrupted" and not folder.last.is_file()):
+        return ""
+    if end == "interrupted":
+        return "interrupted and resumable (last.pt): resume it and let it end, or give --unfinished"
+    return (
+        "not finished (no summary line at the end of train.log): it may still be training; let it end, "
+        "or give --unfinished"
+    )
 
 
 def slim(path: Path, keep: set[str], dry_run: bool = False, unfinished: bool = False) -> Slimmed:
@@ -115,13 +126,7 @@ def slim(path: Path, keep: set[str], dry_run: bool = False, unfinished: bool = F
     `unfinished` slims a run that did not finish too: it can no longer be resumed."""
     folder = RunFolder(path)
     out = Slimmed(path, before=_size(path))
-    if not (folder.metrics.is_file() or folder.metrics_gz.is_file()):
-        out.skipped = "no metrics.jsonl: nothing would read it the same after"
-    elif not unfinished and not finished(folder):
-        out.skipped = (
-            "not finished (no 'Training finished.' at the end of train.log): resume it, let it end, "
-            "or give --unfinished"
-        )
+    out.skipped = _why_not(folder, unfinished)
     if out.skipped:
         out.after = out.before
         return out
@@ -145,6 +150,8 @@ def slim(path: Path, keep: set[str], dry_run: bool = False, unfinished: bool = F
             compress_metrics(folder)
     if "log" not in keep and not dry_run:
         trim_log(folder.log)
+        if copy is None and (other := _sweep_log(path)) is not None:
+            trim_log(other)  # the sweep's log of several attempts: cut the same way
     out.after = out.before if dry_run else _size(path)
     return out
 
@@ -159,9 +166,12 @@ def _kept_checkpoints(folder: RunFolder, keep: set[str]) -> set[str]:
 
 
 def _sweep_log(path: Path) -> Path | None:
-    """SWEEP/logs/RUN.log, the sweep runner's copy of this run's console output, when there is one (a file)."""
-    log = path.parent.parent / "logs" / f"{path.name}.log"
-    return log if path.parent.name == "runs" and log.is_file() and not log.is_symlink() else None
+    """The runner's copy of this run's console output, when there is one (a file): SWEEP/logs/RUN.log for a
+    sweep's run, TRIAL/RUN.log beside a study's trial run."""
+    logs = [path.parent / f"{path.name}.log"]
+    if path.parent.name == "runs":
+        logs.insert(0, path.parent.parent / "logs" / f"{path.name}.log")
+    return next((log for log in logs if log.is_file() and not log.is_symlink()), None)
 
 
 def _sweep_log_copy(folder: RunFolder) -> Path | None:

@@ -72,6 +72,9 @@ def _resumed(run_dir: Path, given: dict) -> TrainConfig:
 
             raise UserError(f"--resume: {run_dir} is a folder of runs; the most recent: "
                             f"ppolab train --resume {shlex.quote(str(latest))}")  # fmt: skip
+        if folder.holds_work():
+            raise UserError(f"--resume: {folder.last} is missing (the run was slimmed, or its checkpoints removed): "
+                            "its records stay readable, but it cannot continue; train a new run")  # fmt: skip
         raise UserError(f"--resume: {folder.last} is missing; no completed iteration to resume from")
     cfg = load_config(run_dir)
     budget = {k: v for k, v in given.items() if k in BUDGET}

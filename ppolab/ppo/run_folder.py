@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ METRICS_GZ = "metrics.jsonl.gz"  # the same records, compressed, in a finished r
 LAST = "last.pt"  # everything --resume needs, rewritten every iteration
 MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside or removes
 CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"
+FINAL = re.compile(r"Training (finished|interrupted at iteration \d+)\. Total time")  # the log's summary line
 REQUIRED = {  # what every reader uses, by record type
     "iteration": ("mean_eprew", "mean_eplen"),
     "eval": ("reward", "length"),
@@ -125,6 +127,25 @@ class RunFolder:
     def has_checkpoint(self) -> bool:
         """A completed iteration to resume from."""
         return self.last.is_file()
+
+    def ending(self) -> str:
+        """How the run's log ends: "finished", "interrupted" (the process exited and said so), or "" (still
+        training, or killed before it could write its summary line)."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - 4096))
+                tail = f.read().decode("utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        lines = [line for line in tail if line.strip()]
+        m = FINAL.match(lines[-1]) if lines else None
+        return "" if m is None else m.group(1).split()[0]
+
+    def holds_work(self) -> bool:
+        """Completed work is kept here: a checkpoint, a slimmed run's metrics.jsonl.gz, or the summary line of a
+        run that ended (its checkpoints removed by hand). Without any, the folder was left by a run killed
+        before its first iteration was saved, and may go."""
+        return self.has_checkpoint() or self.metrics_gz.is_file() or self.ending() != ""
 
     def is_ppolabs(self) -> bool:
         """Made by ppolab (its marker is there): a folder ppolab may move aside or remove."""

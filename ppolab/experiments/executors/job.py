@@ -25,7 +25,7 @@ from typing import TextIO
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.plan import TrainCall
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.ppo.run_folder import LAST, RunFolder
 from ppolab.util.files import refuse_links
 from ppolab.util.interrupt import deferred_signals
 
@@ -207,18 +207,22 @@ def prepare_run_dir(run_dir: Path, call: TrainCall) -> tuple[TrainCall, bool]:
     if run_dir.exists() or run_dir.is_symlink():
         if run_dir.is_symlink() or not folder.is_ppolabs():
             raise UserError(f"{run_dir} exists and is not a ppolab run folder; move it away or rename the run")
+        if folder.holds_work():
+            raise UserError(f"{run_dir} holds a run's records but no {LAST} to resume from (slimmed, or its "
+                            "checkpoints removed); move it away to run it again")  # fmt: skip
         shutil.rmtree(run_dir)
     return call, False
 
 
 def remove_leftovers(runs_dir: Path) -> list[str]:
     """Remove the folders in a sweep's runs/ that runs killed before their first iteration left: ppolab's own
-    (their marker), without a checkpoint, and (older versions' name for them) `RUN.incomplete-TIME`. Only for a
-    runner that holds the sweep's runner lock, so that no run of this sweep is starting meanwhile."""
+    (their marker) holding no work (RunFolder.holds_work: no checkpoint, no slimmed records, no summary line),
+    and (older versions' name for them) `RUN.incomplete-TIME`. Only for a runner that holds the sweep's runner
+    lock, so that no run of this sweep is starting meanwhile."""
     removed = []
     for child in sorted(runs_dir.iterdir()) if runs_dir.is_dir() and not runs_dir.is_symlink() else []:
         folder = RunFolder(child)
-        if child.is_dir() and not child.is_symlink() and folder.is_ppolabs() and not folder.has_checkpoint():
+        if child.is_dir() and not child.is_symlink() and folder.is_ppolabs() and not folder.holds_work():
             shutil.rmtree(child)
             removed.append(child.name)
     return removed

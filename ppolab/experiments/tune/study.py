@@ -425,7 +425,7 @@ def _train(
     prior: list[tuple[str, float]],
 ) -> float:
     """Run (or resume, or reuse) one training run, reporting its running score; its final score."""
-    summary = summarize_run(run_dir) if RunFolder(run_dir).has_checkpoint() else None
+    summary = summarize_run(run_dir) if RunFolder(run_dir).holds_work() else None
     if summary is None or summary.iterations < n_itr:
         log = run_dir.parent / f"{run_dir.name}.log"
         attempt = Attempt(run_dir, call, log)  # the sweep's own attempt; the study's database records it
