@@ -86,6 +86,11 @@ def to_text(results: list[tuple[str, RunSummary]]) -> str:
             when = f"{p['seconds'] / 60:.1f} min, {p['env_steps']:,} env steps, iteration {p['iteration']}"
             lines.append(f"Checks: passed after {when}" if p["passed"] else
                          f"Checks: not passed in {p['rounds']} rounds (censored at {when})")  # fmt: skip
+        if s.reward_terms:
+            lines.append("Reward terms, mean per env step (first 10% -> last 10% of iterations; share of the last):")
+            width = max(map(len, s.reward_terms))
+            lines += [f"  {name:<{width}}  {_num(t['first'], '8.4f')} -> {_num(t['last'], '8.4f')}  "
+                      f"{_num(100 * t['share'], '4.0f')}%" for name, t in s.reward_terms.items()]  # fmt: skip
         for a in s.anomalies:
             lines.append(f"  - {a['rule']}: {a['count']} iterations from {a['first_iteration']}: {a['detail']}")
         blocks.append("\n".join(lines))

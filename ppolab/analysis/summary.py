@@ -6,7 +6,9 @@ ignored), peak_eval_reward, peak_eval_iteration, evals (iteration, reward,
 length), latest_reward, stable, anomalies (rule, first_iteration, count, detail),
 incomplete_iterations, source, and time_to_pass (a run trained with --check-every: passed, seconds,
 env_steps and iteration of its first passing round of behaviour checks, else of its last round, where
-it is censored; rounds; checks_passed, the most checks one round passed; null for a run never checked).
+it is censored; rounds; checks_passed, the most checks one round passed; null for a run never checked), and
+reward_terms (each reward term's mean contribution per env step over the first and the last 10% of
+iterations, and its share of the last; null for a run recorded before the terms were).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ppolab.analysis.anomalies import Thresholds, find_anomalies
 from ppolab.analysis.parse import RunRecords, load_run
 from ppolab.analysis.time_to_pass import first_pass
 from ppolab.errors import UserError
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.ppo.run_folder import TERM_PREFIX, RunFolder
 
 
 @dataclass
@@ -38,6 +40,7 @@ class RunSummary:
     incomplete_iterations: int
     source: str
     time_to_pass: dict | None = None
+    reward_terms: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -75,7 +78,27 @@ def summarize(rec: RunRecords, thresholds: Thresholds | None = None) -> RunSumma
         incomplete_iterations=rec.incomplete,
         source=rec.source,
         time_to_pass=first_pass(rec.checks),
+        reward_terms=reward_terms(iters),
     )
+
+
+def reward_terms(iters: list[dict]) -> dict | None:
+    """Each reward term (`rewards/<term>` in the iteration records): its mean over the first and the last 10%
+    of iterations, and its share of the last 10%'s sum (which term the policy earns its reward from)."""
+    names = [k[len(TERM_PREFIX) :] for k in iters[-1] if k.startswith(TERM_PREFIX)]
+    if not names:
+        return None
+    tenth = max(1, len(iters) // 10)
+
+    def mean(rows: list[dict], name: str) -> float:
+        values = [r[TERM_PREFIX + name] for r in rows if _finite(r.get(TERM_PREFIX + name))]
+        return sum(values) / len(values) if values else math.nan
+
+    out = {n: {"first": mean(iters[:tenth], n), "last": mean(iters[-tenth:], n)} for n in names}
+    total = sum(abs(v["last"]) for v in out.values() if math.isfinite(v["last"]))
+    for v in out.values():
+        v["share"] = v["last"] / total if total > 0 and math.isfinite(v["last"]) else math.nan
+    return out
 
 
 def summarize_run(run_dir: Path, thresholds: Thresholds | None = None) -> RunSummary | None:

@@ -13,7 +13,31 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ppolab.envs.physics import BatchPhysics
+from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.scene import add_floor, add_lights, add_sky
+
+SWINGUP_TERMS = RewardTable(  # at most 1 a step: upright, centred, calm and cheap (theta = 0 is upright)
+    Term("upright", 0.35, LINEAR, 0.5, lambda t: 1.0 + np.cos(t.physics.qpos[:, 1]), doc="(1 + cos theta) / 2"),
+    Term(
+        "balanced",
+        0.35,
+        EXP,
+        2.0,
+        lambda t: (1.0 - np.cos(t.physics.qpos[:, 1])) ** 2,
+        doc="(1 - cos theta)^2: sharp near upright",
+    ),
+    Term(
+        "centred",
+        0.1,
+        EXP,
+        2.0,
+        lambda t: t.physics.qpos[:, 0] ** 2,
+        doc="the cart's distance from the centre, squared",
+    ),
+    Term("calm", 0.1, EXP, 0.05, lambda t: t.physics.qvel[:, 1] ** 2, doc="the pole's angular velocity, squared"),
+    Term("effort", 0.1, EXP, 1.0, lambda t: np.sum(t.action**2, axis=-1), doc="the target position, squared"),
+)
+SwingupRewards = SWINGUP_TERMS.weights_model("SwingupRewards", "The swing-up terms' weights.")
 
 
 class CartpoleConfig(BaseModel):
@@ -33,15 +57,7 @@ class CartpoleConfig(BaseModel):
     init_angle_noise: float = 0.25
     init_pos_noise: float = 0.05
     init_vel_noise: float = 0.05
-
-
-def swingup_reward(cos_theta: np.ndarray, x: np.ndarray, omega: np.ndarray, action: np.ndarray) -> np.ndarray:
-    """Per-step reward in [0, 1]: upright, centred, calm and cheap. theta = 0 is upright."""
-    upright = 0.35 * (1.0 + cos_theta) / 2.0 + 0.35 * np.exp(-2.0 * (1.0 - cos_theta) ** 2)
-    centred = 0.1 * np.exp(-2.0 * x**2)
-    calm = 0.1 * np.exp(-0.05 * omega**2)
-    effort = 0.1 * np.exp(-np.sum(action**2, axis=-1))
-    return upright + centred + calm + effort
+    rewards: SwingupRewards = SwingupRewards()  # type: ignore[valid-type]
 
 
 def build_model(cfg: CartpoleConfig) -> mujoco.MjModel:
@@ -109,6 +125,8 @@ class CartpoleEnv:
         self.num_envs = num_envs
         self.action_low = np.full(self.act_dim, -self.cfg.target_limit)
         self.action_high = np.full(self.act_dim, self.cfg.target_limit)
+        self.action = np.zeros((num_envs, self.act_dim))  # the last step's clipped action
+        self.rewards = SWINGUP_TERMS.bind(self, self.cfg.rewards)
 
     @property
     def datas(self) -> list:
@@ -131,9 +149,8 @@ class CartpoleEnv:
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Apply clipped target positions; return (obs, reward, terminated)."""
-        a = np.clip(action, self.action_low, self.action_high)
+        self.action = a = np.clip(action, self.action_low, self.action_high)
         self.physics.step(a)
-        q, v = self.physics.qpos, self.physics.qvel
-        reward = swingup_reward(np.cos(q[:, 1]), q[:, 0], v[:, 1], a)
-        terminated = np.abs(q[:, 0]) > self.cfg.rail_limit
+        reward = self.rewards.compose()
+        terminated = np.abs(self.physics.qpos[:, 0]) > self.cfg.rail_limit
         return self.observe(), reward, terminated

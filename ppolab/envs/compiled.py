@@ -53,3 +53,17 @@ def foot_clock_score(clock: float, value: float) -> float:
     speed is what its clock in [-1, 1] asks for (LHW's clock reward), -1 when it is the opposite, 0 for a clock
     at 0. A task averages it over the feet."""
     return math.tan(0.25 * math.pi * clock * (2.0 * min(max(value, 0.0), 1.0) - 1.0))
+
+
+@njit(inline="always")
+def compose_terms(sizes: Any, factor: Any, linear: Any, weights: Any, terms: Any, count: int) -> float:
+    """A reward table's first `count` terms of one env (reward_terms.Rewards): each contribution into `terms`,
+    weight x scale x size for a linear term and weight x exp(-scale x size) for an exp term (`factor` holds the
+    scale, negated for exp terms); returns their sum."""
+    total = 0.0
+    for k in range(count):
+        x = sizes[k] * factor[k]
+        c = weights[k] * (x if linear[k] else math.exp(x))
+        terms[k] = c
+        total += c
+    return total

@@ -10,9 +10,10 @@ the same robot file.
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import Field, StrictBool
 
 from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, roll_pitch
+from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_file import shipped_robot
 from ppolab.envs.robot_task import build_robot
 
@@ -21,14 +22,24 @@ HELD = ["torso", *(f"{s}_{j}" for s in ("left", "right") for j in ("shoulder_pit
                                                                    "elbow"))]  # fmt: skip
 
 
-class H1Rewards(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+def _still(t) -> np.ndarray:
+    q = t.batch.qvel
+    return 0.5 * np.exp(-5.0 * np.sum(q[:, 0:2] ** 2, axis=1)) + 0.5 * np.exp(-5.0 * q[:, 5] ** 2)
 
-    still: float = 0.2
-    height: float = 0.3
-    upright: float = 0.2
-    torque: float = 0.1
-    posture: float = 0.2
+
+H1_TERMS = RewardTable(
+    Term("still", 0.2, LINEAR, 1.0, _still, doc="half exp(-5 x the horizontal velocity squared), half exp(-5 x "
+         "the yaw rate squared)"),
+    Term("height", 0.3, EXP, 40.0, lambda t: (t.batch.qpos[:, 2] - t.cfg.target_height) ** 2,
+         doc="the root height's error, squared"),
+    Term("upright", 0.2, EXP, 20.0, lambda t: 1.0 - t.batch.upper_z, doc="1 - the torso's up axis' height"),
+    Term("torque", 0.1, EXP, 2.0, lambda t: np.mean((t.batch.torque / t.batch.layout.torque_limit) ** 2, axis=1),
+         doc="the legs' torques over their limits, squared, averaged"),
+    Term("posture", 0.2, EXP, 5.0, lambda t: np.mean((t.batch.qpos[:, t.batch.layout.leg_qpos]
+                                                      - t.batch.nominal_leg) ** 2, axis=1),
+         doc="the legs' squared distance from the nominal pose, averaged"),
+)  # fmt: skip
+H1Rewards = H1_TERMS.weights_model("H1Rewards", "The standing-under-pushes terms' weights (h1.H1_TERMS).")
 
 
 class H1Config(HumanoidConfig):
@@ -43,7 +54,7 @@ class H1Config(HumanoidConfig):
     kd: Gains = {"hip": 5.0, "knee": 6.0, "ankle": 2.0, "torso": 6.0, "shoulder": 2.0, "elbow": 2.0}
     target_height: float = 0.98
     height_range: Range = (0.9, 1.4)
-    rewards: H1Rewards = H1Rewards()
+    rewards: H1Rewards = H1Rewards()  # type: ignore[valid-type]
     terminate_on_self_collision: StrictBool = Field(True, description="end the episode when two robot parts touch")
 
 
@@ -80,6 +91,7 @@ class H1Env:
         self.layout = {"root_orient": slice(0, 2), "root_ang_vel": slice(2, 5), "joint_pos": slice(5, 5 + n),
                        "joint_vel": slice(5 + n, 5 + 2 * n), "joint_torque": slice(5 + 2 * n, 5 + 3 * n)}  # fmt: skip
         self.symmetry = None
+        self.rewards = H1_TERMS.bind(self, cfg.rewards)
 
     @property
     def datas(self) -> list:
@@ -102,18 +114,10 @@ class H1Env:
         return b.noisy(obs, self.layout)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        b, cfg, w = self.batch, self.cfg, self.cfg.rewards
+        b, cfg = self.batch, self.cfg
         b.apply(action)
-        lay = b.layout
         z = b.qpos[:, 2]
-        lin = b.qvel[:, 0:2]
-        yaw_rate = b.qvel[:, 5]
-        still = 0.5 * np.exp(-5.0 * np.sum(lin**2, axis=1)) + 0.5 * np.exp(-5.0 * yaw_rate**2)
-        height = np.exp(-40.0 * (z - cfg.target_height) ** 2)
-        upright = np.exp(-20.0 * (1.0 - b.upper_z))
-        torque = np.exp(-2.0 * np.mean((b.torque / lay.torque_limit) ** 2, axis=1))
-        posture = np.exp(-5.0 * np.mean((b.qpos[:, lay.leg_qpos] - b.nominal_leg) ** 2, axis=1))
-        reward = w.still * still + w.height * height + w.upright * upright + w.torque * torque + w.posture * posture
+        reward = self.rewards.compose()
         lo, hi = cfg.height_range
         terminated = (z < lo) | (z > hi)
         if cfg.terminate_on_self_collision:

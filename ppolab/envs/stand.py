@@ -8,28 +8,52 @@ Observation: the robot state only (as LHW's H1 standing env).
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from ppolab.envs.reward_terms import EXP, RewardTable, Term
 from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
 
 
-class StandRewards(BaseModel):
-    """LearningHumanoidWalking's standing weights (they sum to 1)."""
+def _legs_off(t) -> np.ndarray:
+    b = t.batch
+    return np.sum((b.qpos[:, b.layout.leg_qpos] - b.nominal_leg) ** 2, axis=1)
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    velocity: float = 0.3
-    yaw_rate: float = 0.3
-    height: float = 0.1
-    upper_body: float = 0.1
-    torque: float = 0.1
-    posture: float = 0.1
+STAND_TERMS = RewardTable(  # LearningHumanoidWalking's standing terms (the weights sum to 1)
+    Term(
+        "velocity",
+        0.3,
+        EXP,
+        4.0,
+        lambda t: np.sum(t.batch.qvel[:, 0:2] ** 2, axis=1),
+        doc="the root's horizontal velocity, squared",
+    ),
+    Term("yaw_rate", 0.3, EXP, 4.0, lambda t: t.batch.qvel[:, 5] ** 2, doc="the yaw rate, squared"),
+    Term(
+        "height",
+        0.1,
+        EXP,
+        0.5,
+        lambda t: (t.batch.qpos[:, 2] - t.goal_height) ** 2,
+        doc="the root height's error, squared",
+    ),
+    Term(
+        "upper_body",
+        0.1,
+        EXP,
+        40.0,
+        lambda t: np.sum(t.head_offset() ** 2, axis=1),
+        doc="the head's horizontal offset over the root, squared",
+    ),
+    Term("torque", 0.1, EXP, 5e-5, lambda t: np.sum(t.batch.torque**2, axis=1), doc="the legs' torques, squared"),
+    Term("posture", 0.1, EXP, 1.0, _legs_off, doc="the legs' squared distance from the nominal pose"),
+)
+StandRewards = STAND_TERMS.weights_model("StandRewards", "The standing terms' weights (stand.STAND_TERMS).")
 
 
 class StandConfig(RobotTaskConfig):
     """LHW's standing task; a robot file's `tasks: stand:` changes any of it."""
 
-    rewards: StandRewards = StandRewards()
+    rewards: StandRewards = StandRewards()  # type: ignore[valid-type]
 
 
 class StandTask(RobotTask):
@@ -43,6 +67,7 @@ class StandTask(RobotTask):
         self.layout = self.proprioception_layout()
         self.obs_dim, self.act_dim = next(reversed(self.layout.values())).stop, self.n_legs
         self.symmetry = self.mirrored([], [])
+        self.rewards = STAND_TERMS.bind(self, self.cfg.rewards)
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)
@@ -51,16 +76,5 @@ class StandTask(RobotTask):
         return self.batch.noisy(self.proprioception(), self.layout)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        b, w = self.batch, self.cfg.rewards
-        b.apply(action)
-        legs = b.qpos[:, b.layout.leg_qpos]
-        terms = {
-            "velocity": np.exp(-4.0 * np.sum(b.qvel[:, 0:2] ** 2, axis=1)),
-            "yaw_rate": np.exp(-4.0 * b.qvel[:, 5] ** 2),
-            "height": np.exp(-0.5 * (b.qpos[:, 2] - self.goal_height) ** 2),
-            "upper_body": np.exp(-40.0 * np.sum(self.head_offset() ** 2, axis=1)),
-            "torque": np.exp(-5e-5 * np.sum(b.torque**2, axis=1)),
-            "posture": np.exp(-np.sum((legs - b.nominal_leg) ** 2, axis=1)),
-        }
-        reward = sum(getattr(w, k) * v for k, v in terms.items())
-        return self.observe(), reward, self.fallen()
+        self.batch.apply(action)
+        return self.observe(), self.rewards.compose(), self.fallen()

@@ -21,11 +21,12 @@ Observation: the robot state, the clock (sin, cos), and the next two targets in 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights5, yaw
 from ppolab.envs.protocol import Marker
+from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 from ppolab.envs.walk import IN_PLACE, ONE_HOT
@@ -35,17 +36,30 @@ N_STEPS = 20  # targets per plan, as LHW's
 RED, ORANGE, GREY = (0.9, 0.1, 0.1, 0.9), (0.95, 0.55, 0.1, 0.8), (0.5, 0.5, 0.5, 0.4)  # targets in a video
 
 
-class StepRewards(BaseModel):
-    """LearningHumanoidWalking's stepping reward weights (they sum to 0.9, as there)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    foot_force: float = 0.15
-    foot_velocity: float = 0.15
-    orientation: float = 0.05
-    height: float = 0.05
-    step: float = 0.45
-    upper_body: float = 0.05
+STEP_TERMS = RewardTable(  # LearningHumanoidWalking's stepping terms (the weights sum to 0.9, as there)
+    Term(
+        "foot_force",
+        0.15,
+        LINEAR,
+        0.5,
+        doc="each foot's force against the gait clock (both feet bear weight on a standing plan), summed over the feet",
+    ),
+    Term("foot_velocity", 0.15, LINEAR, 0.5, doc="each foot's speed against the gait clock"),
+    Term(
+        "orientation", 0.05, EXP, 10.0, doc="1 - (the root's heading against the target's, as a quaternion product)^2"
+    ),
+    Term("height", 0.05, EXP, 40.0, doc="the root's height over the lower sole, its error beyond 0.01 m, squared"),
+    Term(
+        "step",
+        0.45,
+        LINEAR,
+        1.0,
+        doc="0.8 exp(-d / 0.25) while a sole is within the radius of the target (d: "
+        "its distance), plus 0.2 exp(-|root - midpoint of the next two targets| / 2)",
+    ),
+    Term("upper_body", 0.05, EXP, 10.0, doc="the head's horizontal offset over the root, squared"),
+)
+StepRewards = STEP_TERMS.weights_model("StepRewards", "The stepping terms' weights (step.STEP_TERMS).")
 
 
 class StepConfig(ClockedConfig):
@@ -66,7 +80,7 @@ class StepConfig(ClockedConfig):
     max_stair_height: float = Field(0.1, ge=0)
     stair_ramp_start: int = Field(3000, ge=0, description="iteration from which stairs start to rise")
     stair_ramp_iterations: int = Field(8000, gt=0)
-    rewards: StepRewards = StepRewards()
+    rewards: StepRewards = StepRewards()  # type: ignore[valid-type]
 
 
 class StepTask(RobotTask):
@@ -166,15 +180,14 @@ class StepTask(RobotTask):
         self.reached[i] = 0
 
     def _kernel_tables(self) -> None:
-        """What the compiled step needs that never changes: where its sensors are, the reward's weights and
-        normalisers, and the arrays it writes into."""
+        """What the compiled step needs that never changes: where its sensors are, the reward table bound to
+        this task, and the arrays it writes into."""
         from ppolab.envs import step_kernels  # numba: imported by the envs that step, not by every ppolab command
 
-        s, w = self.s, self.cfg.rewards
+        s = self.s
         self._kernels = step_kernels
         self._sensor_at = np.array([s.sole_pos.start, s.sole_vel.start, s.touch.start, s.head_pos.start])
-        self._weights = np.array([w.foot_force, w.foot_velocity, w.orientation, w.height, w.step, w.upper_body])
-        self._reward_out = np.empty(self.num_envs)
+        self.rewards = STEP_TERMS.bind(self, self.cfg.rewards, step_kernels.SIZES)
         self._targets_out = np.empty((self.num_envs, 8))
 
     def _standing(self) -> np.ndarray:
@@ -218,17 +231,13 @@ class StepTask(RobotTask):
         """The targets' progress and the reward, on the state the physics left (compiled: step_kernels).
 
         A target is reached once a sole has stayed within `target_radius` of it for `hold_frames` frames; the
-        next one follows. The reward, weighted by StepRewards: the feet's force and speed against the gait
-        clock (both feet bear weight on a standing plan), the root's heading against the target's, the root's
-        height over the lower sole beyond 0.01 m, the step term (0.8 exp(-d / 0.25) while a sole is within the
-        radius of the target, d its distance, plus 0.2 exp(-|root - midpoint of the next two targets| / 2)), and
-        the head's horizontal offset over the root."""
-        c = self.cfg
+        next one follows. The reward: STEP_TERMS."""
+        c, r = self.cfg, self.rewards
         self._kernels.step_reward(self.batch.sensors, self.batch.qpos, self.plan, self._standing(), self.target,
                                   self.reached, self.clock, self.phase, self._sensor_at, self.hold_frames,
-                                  c.target_radius, self.goal_height, 2.0 / self.weight, self._weights,
-                                  self._reward_out)  # fmt: skip
-        return self._reward_out.copy()
+                                  c.target_radius, self.goal_height, 2.0 / self.weight, r.factor, r.linear,
+                                  r.weights, r.sizes, r.terms, r.out)  # fmt: skip
+        return r.compose()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self.batch.apply(action)

@@ -1,6 +1,6 @@
 """The stepping task's per-step arithmetic, compiled (why and how: ppolab/envs/compiled.py): the targets'
-progress, the reward and the targets as observed, one loop over the envs. The terms are defined in
-`StepTask`'s docstrings; tests/test_humanoid_envs.py checks each against its own numpy expression.
+progress, the reward's sizes and the targets as observed, one loop over the envs. The terms are defined in
+step.STEP_TERMS; tests/test_humanoid_envs.py checks each against its own numpy expression.
 """
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ import math
 
 import numpy as np
 
-from ppolab.envs.compiled import compiled, foot_clock_score, heading_of, wrap
+from ppolab.envs.compiled import compiled, compose_terms, foot_clock_score, heading_of, wrap
+
+# the sizes step_reward writes, in this order: step.STEP_TERMS starts with them (checked when a stepper is built)
+SIZES = ("foot_force", "foot_velocity", "orientation", "height", "step", "upper_body")
 
 
 @compiled
@@ -29,16 +32,20 @@ def nearest_sole(sensors: np.ndarray, sole: int, point: np.ndarray) -> float:
 def step_reward(
     sensors: np.ndarray, qpos: np.ndarray, plan: np.ndarray, standing: np.ndarray, target: np.ndarray,
     reached: np.ndarray, clock: np.ndarray, phase: np.ndarray, at: np.ndarray, hold_frames: int, radius: float,
-    goal_height: float, touch_scale: float, weights: np.ndarray, out: np.ndarray,
+    goal_height: float, touch_scale: float, factor: np.ndarray, linear: np.ndarray, weights: np.ndarray,
+    sizes: np.ndarray, terms: np.ndarray, out: np.ndarray,
 ) -> None:  # fmt: skip
-    """Into `out` (n,): the weighted stepping terms, after moving each env's target on (`target` and `reached`
-    updated in place: a sole held within `radius` of the target for `hold_frames` frames reaches it). `clock`
-    is the force clock by phase (period, 2), held at +1 for a `standing` plan; `at` where the sole positions, sole
-    velocities, touch sensors and head point start in a sensor row; `weights` in StepRewards' order."""
+    """Into `sizes` (n, len(SIZES)) each term's size, into `terms` its contribution and into `out` (n,) their sum
+    (composed as reward_terms.Rewards says), after moving each env's target on (`target` and `reached` updated
+    in place: a sole held within `radius` of the target for `hold_frames` frames reaches it). `clock` is the
+    force clock by phase (period, 2), held at +1 for a `standing` plan; `at` where the sole positions, sole
+    velocities, touch sensors and head point start in a sensor row. What each size is: step.STEP_TERMS."""
     sole, vel, touch, head = at[0], at[1], at[2], at[3]
     last = plan.shape[1] - 1
+    count = len(SIZES)
     for i in range(qpos.shape[0]):
         s = sensors[i]
+        size = sizes[i]
         inside = nearest_sole(s, sole, plan[i, target[i]]) < radius
         reached[i] = reached[i] + 1 if inside else 0
         if inside and reached[i] >= hold_frames:
@@ -60,11 +67,9 @@ def step_reward(
         height = abs(qpos[i, 2] - min(s[sole + 2], s[sole + 5]) - goal_height)
         height = 0.0 if height < 0.01 else height
         hx, hy = s[head] - qpos[i, 0], s[head + 1] - qpos[i, 1]
-        out[i] = (
-            weights[0] * force * 0.5 + weights[1] * speed * 0.5 + weights[2] * math.exp(-10.0 * (1.0 - align * align))
-            + weights[3] * math.exp(-40.0 * height * height) + weights[4] * (0.8 * hit + 0.2 * progress)
-            + weights[5] * math.exp(-10.0 * (hx * hx + hy * hy))
-        )  # fmt: skip
+        size[0], size[1], size[2] = force, speed, 1.0 - align * align
+        size[3], size[4], size[5] = height * height, 0.8 * hit + 0.2 * progress, hx * hx + hy * hy
+        out[i] = compose_terms(size, factor, linear, weights, terms[i], count)
 
 
 @compiled

@@ -26,11 +26,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import Field, StrictBool
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights3, yaw
 from ppolab.envs.protocol import Marker
+from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
@@ -38,29 +39,39 @@ MODES = ("standing", "in_place", "forward")
 ONE_HOT = np.eye(3)
 SWITCH_BLOCK = 128  # steps of mode-switch draws an env's generator fills at once
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
-# the exp terms in the order walk_kernels.walk_reward computes their sizes: the yaw rate's is a cube, two are norms
-SIZES = ("root_accel", "torque_change", "action_change", "yaw_rate", "velocity", "velocity_fine", "upper_body",
-         "posture", "height", "heading")  # fmt: skip
-
-
-class WalkRewards(BaseModel):
-    """LearningHumanoidWalking's walking terms, with `velocity_fine` and `heading` added (they sum to 1; the
-    tracking terms weigh more than LHW's, as measured in benchmarks/README.md)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    foot_force: float = 0.15
-    foot_velocity: float = 0.15
-    root_accel: float = 0.05
-    height: float = 0.05
-    velocity: float = 0.075
-    velocity_fine: float = 0.2
-    yaw_rate: float = 0.05
-    heading: float = 0.125
-    upper_body: float = 0.05
-    posture: float = 0.05
-    torque_change: float = 0.025
-    action_change: float = 0.025
+WALK_TERMS = RewardTable(  # LHW's walking terms, with velocity_fine and heading added; the weights sum to 1
+    Term(
+        "foot_force",
+        0.15,
+        LINEAR,
+        0.5,
+        doc="each foot's force against its clock: +1 when it bears weight "
+        "as told (LHW's clock score), summed over the feet",
+    ),
+    Term(
+        "foot_velocity", 0.15, LINEAR, 0.5, doc="each foot's speed against its clock: still in stance, moving in swing"
+    ),
+    Term(
+        "root_accel", 0.05, EXP, 0.25, doc="the root's angular velocity and linear acceleration, summed absolute values"
+    ),
+    Term("torque_change", 0.025, EXP, lambda t: 0.25 / t.n_legs, doc="the legs' torque change, summed absolute values"),
+    Term("action_change", 0.025, EXP, lambda t: 5.0 / t.n_legs, doc="the legs' target change, summed absolute values"),
+    Term("yaw_rate", 0.05, EXP, 10.0, doc="the yaw rate's error against the command, cubed"),
+    Term("velocity", 0.075, EXP, 10.0, doc="the velocity's squared error in the heading's frame (LHW's)"),
+    Term(
+        "velocity_fine",
+        0.2,
+        EXP,
+        1.0,
+        doc="the velocity averaged over about half a gait cycle: its squared "
+        "error over velocity_scale ahead and lateral_scale sideways",
+    ),
+    Term("upper_body", 0.05, EXP, 10.0, doc="the head's horizontal offset over the root"),
+    Term("posture", 0.05, EXP, 1.0, doc="the legs' distance from the nominal pose"),
+    Term("height", 0.05, EXP, 40.0, doc="the root height's error beyond a tolerance growing with the speed, squared"),
+    Term("heading", 0.125, EXP, lambda t: 1.0 / t.cfg.heading_scale**2, doc="the heading error, squared"),
+)
+WalkRewards = WALK_TERMS.weights_model("WalkRewards", "The walking terms' weights (walk.WALK_TERMS).")
 
 
 class WalkConfig(ClockedConfig):
@@ -87,7 +98,7 @@ class WalkConfig(ClockedConfig):
     velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, ahead")
     lateral_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, sideways (a "
                                  "crab walk drifts off the line while the heading holds)")  # fmt: skip
-    rewards: WalkRewards = WalkRewards()
+    rewards: WalkRewards = WalkRewards()  # type: ignore[valid-type]
     # what a setting added since meant before it existed: a saved config without it is read with these
     legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0}
 
@@ -238,30 +249,23 @@ class WalkTask(RobotTask):
         return self.observe(), reward, self.fallen()
 
     def _reward(self, target: np.ndarray, prev_target: np.ndarray) -> np.ndarray:
-        """The weighted terms: two clock scores (each foot's force and speed against its clock), and ten
-        exp(-scale x size) terms, SIZES: root acceleration (angular velocity and linear acceleration, summed
-        absolute values), torque and action changes (the same), the yaw rate's error cubed, the velocity's and
-        the averaged velocity's squared errors, the head's offset over the root, the legs' distance from the
-        nominal pose, the height error beyond a tolerance, the heading error. Compiled: walk_kernels."""
-        b = self.batch
+        """WALK_TERMS on this step, compiled: walk_kernels."""
+        b, r = self.batch, self.rewards
         self._walk_reward(b.sensors, b.qpos, b.qvel, b.root_acc, b.torque, self.prev_torque, target, prev_target,
                           self._mode_clock, self.mode, self.phase, self.command, self.heading, self.heading_error,
-                          self.v_avg, self.goal_height, self._sensor_at, self._leg_q, b.nominal_leg, self._scales,
-                          self._exp_scales, self._term_weights, self._reward_out)  # fmt: skip
-        return self._reward_out.copy()
+                          self.v_avg, self.goal_height, self._sensor_at, self._leg_q, b.nominal_leg, self._params,
+                          r.factor, r.linear, r.weights, r.sizes, r.terms, r.out)  # fmt: skip
+        return r.compose()
 
     def _reward_tables(self) -> None:
-        """What `_reward` needs that never changes: where its sensors and legs are, its normalisers, each
-        size's scale (negated), and the weights in the order it computes the terms."""
-        c, legs, s = self.cfg, self.n_legs, self.s
+        """What `_reward` needs that never changes: where its sensors and legs are, its normalisers, and the
+        reward table bound to this task."""
+        from ppolab.envs.walk_kernels import SIZES
+
+        c, s = self.cfg, self.s
         self._sensor_at = np.array([s.sole_vel.start, s.touch.start, s.head_pos.start])
         self._leg_q = np.asarray(self.batch.layout.leg_qpos, dtype=np.int64)
         stance, swing = 2.0 / self.weight, 5.0  # touch x stance: 1 at half the weight; speed x swing: 1 at 0.2 m/s
         alpha = c.control_dt / VELOCITY_AVERAGE_S
-        self._scales = np.array([stance, swing, alpha, 1.0 / c.velocity_scale, 1.0 / c.lateral_scale])
-        self._reward_out = np.empty(len(self.mode))
-        scales = {"root_accel": 0.25, "torque_change": 0.25 / legs, "action_change": 5.0 / legs, "yaw_rate": 10.0,
-                  "velocity": 10.0, "velocity_fine": 1.0, "upper_body": 10.0, "posture": 1.0, "height": 40.0,
-                  "heading": 1.0 / c.heading_scale**2}  # fmt: skip
-        self._exp_scales = -np.array([scales[name] for name in SIZES])
-        self._term_weights = np.array([getattr(c.rewards, name) for name in ("foot_force", "foot_velocity", *SIZES)])
+        self._params = np.array([stance, swing, alpha, 1.0 / c.velocity_scale, 1.0 / c.lateral_scale])
+        self.rewards = WALK_TERMS.bind(self, c.rewards, SIZES)

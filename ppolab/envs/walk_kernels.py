@@ -9,8 +9,11 @@ import math
 
 import numpy as np
 
-from ppolab.envs.compiled import clamp, compiled, foot_clock_score, heading_of, wrap
+from ppolab.envs.compiled import clamp, compiled, compose_terms, foot_clock_score, heading_of, wrap
 
+# the sizes walk_reward writes, in this order: walk.WALK_TERMS starts with them (checked when a walker is built)
+SIZES = ("foot_force", "foot_velocity", "root_accel", "torque_change", "action_change", "yaw_rate", "velocity",
+         "velocity_fine", "upper_body", "posture", "height", "heading")  # fmt: skip
 STANDING, FORWARD = 0, 2  # walk.py's modes, not imported from it: walk.py imports this module (lazily, to keep
 # numba out of commands that build no walker), and the layers allow no import cycle
 
@@ -47,20 +50,22 @@ def walk_reward(
     prev_torque: np.ndarray, target: np.ndarray, prev_target: np.ndarray, mode_clock: np.ndarray,
     mode: np.ndarray, phase: np.ndarray, command: np.ndarray, heading: np.ndarray, heading_error: np.ndarray,
     v_avg: np.ndarray, goal_height: float, at: np.ndarray, leg_q: np.ndarray, nominal_leg: np.ndarray,
-    scales: np.ndarray, exp_scales: np.ndarray, weights: np.ndarray, out: np.ndarray,
+    params: np.ndarray, factor: np.ndarray, linear: np.ndarray, weights: np.ndarray, sizes: np.ndarray,
+    terms: np.ndarray, out: np.ndarray,
 ) -> None:  # fmt: skip
-    """Into `out` (n,): the weighted walking terms; `v_avg` (n, 2) is updated in place.
+    """Into `sizes` (n, len(SIZES)) each term's size, into `terms` its contribution and into `out` (n,) their
+    sum, composed as reward_terms.Rewards says (`factor`, `linear`, `weights`); `v_avg` (n, 2) is updated in place.
 
     `mode_clock[mode, phase]` is an env's force clock (right, left: +1 bear weight, -1 swing); `at` holds
     where the sole velocities, the touch sensors and the head point start in a sensor row; `leg_q` the leg
-    angles' places in qpos; `scales` the touch and speed normalisers, the velocity average's weight and the
-    fine velocity's two scales. The terms, in `weights`' order: the foot force and foot speed clock scores,
-    then exp(-scale x size) of walk.SIZES."""
+    angles' places in qpos; `params` the touch and speed normalisers, the velocity average's weight and the
+    fine velocity's two scales. What each size is: walk.WALK_TERMS."""
     sole, touch, head = at[0], at[1], at[2]
-    touch_scale, speed_scale, alpha = scales[0], scales[1], scales[2]
-    sizes = np.empty(10)
+    touch_scale, speed_scale, alpha = params[0], params[1], params[2]
+    count = len(SIZES)
     for i in range(qpos.shape[0]):
         s = sensors[i]
+        size = sizes[i]
         clock = mode_clock[mode[i], phase[i]]
         force = 0.0
         speed = 0.0
@@ -87,14 +92,12 @@ def walk_reward(
             d = qpos[i, leg_q[j]] - nominal_leg[j]
             posture += d * d
         ex, ey = vx - command[i, 1], vy - command[i, 2]
-        fx, fy = (v_avg[i, 0] - command[i, 1]) * scales[3], (v_avg[i, 1] - command[i, 2]) * scales[4]
+        fx, fy = (v_avg[i, 0] - command[i, 1]) * params[3], (v_avg[i, 1] - command[i, 2]) * params[4]
         hx, hy = s[head] - qpos[i, 0], s[head + 1] - qpos[i, 1]
-        sizes[0], sizes[1], sizes[2] = accel, torque_change, action_change
-        sizes[3] = abs(qvel[i, 5] - command[i, 0]) ** 3
-        sizes[4], sizes[5] = ex * ex + ey * ey, fx * fx + fy * fy
-        sizes[6], sizes[7] = math.sqrt(hx * hx + hy * hy), math.sqrt(posture)
-        sizes[8], sizes[9] = height * height, heading_error[i] * heading_error[i]
-        r = weights[0] * force * 0.5 + weights[1] * speed * 0.5
-        for k in range(10):
-            r += weights[2 + k] * math.exp(exp_scales[k] * sizes[k])
-        out[i] = r
+        size[0], size[1], size[2] = force, speed, accel
+        size[3], size[4] = torque_change, action_change
+        size[5] = abs(qvel[i, 5] - command[i, 0]) ** 3
+        size[6], size[7] = ex * ex + ey * ey, fx * fx + fy * fy
+        size[8], size[9] = math.sqrt(hx * hx + hy * hy), math.sqrt(posture)
+        size[10], size[11] = height * height, heading_error[i] * heading_error[i]
+        out[i] = compose_terms(size, factor, linear, weights, terms[i], count)

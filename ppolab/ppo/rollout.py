@@ -10,7 +10,7 @@ the metrics of a seed do not depend on the number of cores.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,7 +31,8 @@ class Trajectories:
     or the end of the iteration); `final_obs` holds the observation reached at
     that step, used to bootstrap the value of an episode that was cut, not
     terminated. `ep_return`/`ep_length` are set (else NaN) where an episode
-    finished, by termination or by reaching the horizon.
+    finished, by termination or by reaching the horizon. `reward_terms` (1, slots,
+    terms) sums each reward term's contribution over the iteration's steps.
     """
 
     obs: np.ndarray
@@ -42,6 +43,7 @@ class Trajectories:
     final_obs: np.ndarray
     ep_return: np.ndarray
     ep_length: np.ndarray
+    reward_terms: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 0)))
 
     @staticmethod
     def concat(parts: list[Trajectories]) -> Trajectories:
@@ -102,7 +104,9 @@ def collect(
         final_obs=np.zeros((steps, n, obs_dim), np.float32),
         ep_return=np.full((steps, n), np.nan),
         ep_length=np.full((steps, n), np.nan),
+        reward_terms=np.zeros((1, n, len(env.rewards.names))),
     )
+    term_sums = out.reward_terms[0]
     env.set_iteration(iteration)  # curricula (the stepping task's stairs) follow the training iteration
     policy.reset(slice(None))
     if horizon is not None and episodes is not None and episodes.follows(stream, iteration):
@@ -122,6 +126,7 @@ def collect(
         out.obs[t] = obs
         out.actions[t] = action
         obs, reward, terminated = env.step(action)
+        term_sums += env.rewards.terms
         ep_ret += reward
         ep_len += 1
         finished = terminated | (ep_len >= limit)

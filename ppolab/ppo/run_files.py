@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, to_args
-from ppolab.ppo.run_folder import MARKER, RunFolder, parse_line
+from ppolab.ppo.run_folder import MARKER, TERM_PREFIX, RunFolder, parse_line
 from ppolab.util.files import atomic_write_text, refuse_links
 from ppolab.util.interrupt import deferred_signals
 from ppolab.util.validation import first_problem
@@ -265,6 +265,7 @@ class MetricsLog:
         for key in ("actor_loss", "critic_loss", "mirror_loss", "imitation_loss", "kl", "entropy", "clip_fraction"):
             if key in rec:  # a record from before imitation_loss existed (a resumed older run) lacks it
                 scalars[f"losses/{key}"] = rec[key]
+        scalars |= {k: v for k, v in rec.items() if k.startswith(TERM_PREFIX)}  # rewards/<term>, as recorded
         self._record({"type": "iteration", **rec}, scalars)
 
     def evaluation(self, rec: dict) -> None:

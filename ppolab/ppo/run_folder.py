@@ -20,6 +20,7 @@ LAST = "last.pt"  # everything --resume needs, rewritten every iteration
 MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside or removes
 CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"
 FINAL = re.compile(r"Training (finished|interrupted at iteration \d+)\. Total time")  # the log's summary line
+TERM_PREFIX = "rewards/"  # an iteration record's reward terms: "rewards/<term>", a mean contribution per env step
 REQUIRED = {  # what every reader uses, by record type
     "iteration": ("mean_eprew", "mean_eplen"),
     "eval": ("reward", "length"),

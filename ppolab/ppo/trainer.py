@@ -38,7 +38,7 @@ from ppolab.ppo.policy import (
 )
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.ppo.run_folder import TERM_PREFIX, RunFolder
 from ppolab.ppo.sampling import Sampler, make_sampler
 from ppolab.ppo.std_schedule import set_std, std_at
 from ppolab.ppo.storage import RolloutStorage
@@ -504,9 +504,18 @@ def log_iteration(s: Session, itr: int, traj, stats: dict, sample_time: float, o
         "total_steps": s.total_steps,
         "total_time": total_time,
         "fps": s.total_steps / total_time,
+        **reward_terms(s.probe.rewards.names, traj),
     }
     s.console.iteration(rec, s.cfg.n_itr, s.cfg.time_limit)
     s.metrics.iteration(rec)
+
+
+def reward_terms(names: tuple[str, ...], traj) -> dict[str, float]:
+    """Each reward term's mean contribution per env step this iteration, as `rewards/<term>`: they sum to the
+    mean reward per step, and show which term the policy earns its reward from."""
+    steps = traj.rewards.size
+    sums = traj.reward_terms.sum(axis=(0, 1))
+    return {f"{TERM_PREFIX}{name}": float(v / steps) for name, v in zip(names, sums)}
 
 
 def evaluate_and_save(s: Session, itr: int) -> None:
