@@ -77,8 +77,8 @@ def test_eval_video_renders_offscreen_to_mp4(trained_run, tmp_path):
         (["--video", "/proc/episode.mp4"], "cannot write in /proc"),
         (["--filmstrip", "strip.jpg"], "--filmstrip strip.jpg: name a .png file"),
         (["--frames", "0"], "--frames: from 1 to 100"),
-        (["--mode", "forward", "--vx", "0.3"], "--mode: cartpole takes no velocity command (a NAME_walk env does)"),
-        (["--plan", "curved"], "--plan: cartpole follows no footstep plans (a NAME_step env does)"),
+        (["--mode", "forward", "--vx", "0.3"], "--mode forward: cartpole takes no velocity command"),
+        (["--plan", "curved"], "--plan curved: cartpole follows no footstep plans (a NAME_step env does)"),
     ],
 )
 def test_eval_refuses_bad_flags_before_any_episode(trained_run, tmp_path, args, says):

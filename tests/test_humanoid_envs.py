@@ -509,7 +509,7 @@ def test_a_robot_commanded_straight_is_told_to_turn_back_when_its_heading_drifts
 
 def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
     from ppolab.ppo.config import TrainConfig
-    from ppolab.ppo.presets import PRESETS
+    from ppolab.ppo.presets import preset
 
     walk = TrainConfig(env="jvrc_walk")
     assert (walk.hidden_sizes, walk.activation, walk.minibatch_size, walk.lr) == ([256, 256], "relu", 64, 1e-4)
@@ -522,10 +522,10 @@ def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
     assert not TrainConfig(env="g1_walk", check_every=0).check_every  # and a flag turns the checks off
     proc = run_ppolab("envs")
     assert proc.returncode == 0
-    for name, preset in PRESETS.items():
+    for name in ("cartpole", "h1", "jvrc_walk", "jvrc_step", "h1_walk", "g1_stand"):
         line = next(x for x in proc.stdout.splitlines() if x.startswith(f"{name}:"))
         preset_line = proc.stdout.splitlines()[proc.stdout.splitlines().index(line) + 1]
-        assert f"--n-itr {preset['n_itr']}" in preset_line
+        assert f"--n-itr {preset(name)['n_itr']}" in preset_line
 
 
 def test_randomisation_when_on_draws_masses_friction_and_damping_per_env_and_reset_within_range():
@@ -601,10 +601,11 @@ def test_the_floor_grips_whatever_the_robot_model_s_own_defaults():
     """Menagerie's Apollo makes every geom frictionless (condim 1) and pairs its feet with its scene's floor
     explicitly; a robot file drops the pairs, and ppolab's floor must not take the model's defaults: the soles'
     contacts have friction, and a standing robot pushed with a tenth of its weight does not slide."""
-    from ppolab.envs import robot_file, task_classes
+    from ppolab.envs import robot_file
     from ppolab.envs.robot_task import task_env
+    from ppolab.envs.task_registry import task_class
 
-    cls = task_env(task_classes()["walk"], robot_file.read(REPO / "examples" / "robots" / "apollo.yaml"))
+    cls = task_env(task_class("walk"), robot_file.read(REPO / "examples" / "robots" / "apollo.yaml"))
     env = cls(1, cls.Config(randomization={"enabled": False}, init_joint_noise=0.0, init_tilt=0.0, init_lift=0.0))
     env.reset_one(0, np.random.default_rng(0))
     b = env.batch

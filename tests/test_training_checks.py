@@ -59,7 +59,7 @@ def test_stop_on_pass_ends_the_run_at_its_first_passing_round_and_keeps_that_pol
 def test_check_flags_that_cannot_work_are_refused_in_one_line(tmp_path):
     for args, says in (
         (["--env", "jvrc_walk", "--stop-on-pass"], "--stop-on-pass needs --check-every"),
-        (["--env", "cartpole", "--check-every", "10"], "cartpole has no behaviour checks"),
+        (["--env", "cartpole", "--check-every", "10"], "cartpole's task declares no behaviour checks"),
     ):
         proc = run_ppolab("train", *args, "--logdir", str(tmp_path))
         assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

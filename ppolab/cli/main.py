@@ -93,12 +93,13 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", metavar="DIR", help="render the first episode to DIR/<actor>-<date-time>.mp4 (LHW's)")
     p.add_argument("--filmstrip", metavar="FILE.png", help="render frames of the first episode side by side")
     p.add_argument("--frames", type=int, default=6, help="frames in the filmstrip (default: 6)")
-    p.add_argument("--mode", choices=["standing", "in_place", "forward"], help="a walker: hold this mode")
+    p.add_argument("--mode", help="a walker: hold this mode (a NAME_walk env's: standing, in_place, forward; "
+                   "`ppolab envs` lists each env's)")  # fmt: skip
     p.add_argument("--vx", type=float, default=0.0, help="a walker, forward mode: m/s ahead")
     p.add_argument("--vy", type=float, default=0.0, help="a walker, forward mode: m/s sideways")
     p.add_argument("--yaw-rate", type=float, default=0.0, help="a walker, in-place mode: rad/s")
-    p.add_argument("--plan", choices=["forward", "backward", "lateral", "curved", "standing"],
-                   help="a stepper: follow this kind of footstep plan, on flat ground")  # fmt: skip
+    p.add_argument("--plan", help="a stepper: follow this kind of footstep plan, on flat ground (a NAME_step "
+                   "env's: forward, backward, lateral, curved, standing)")  # fmt: skip
 
 
 SWEEP_HELP = """Plan and run a sweep: a sweep.yaml with a hypothesis and named runs (see
@@ -482,9 +483,15 @@ def run_envs(ns: argparse.Namespace) -> int:
         flags = " ".join(
             f"{flag(k)} {' '.join(map(str, v)) if isinstance(v, list) else v}" if not isinstance(v, bool) else flag(k)
             for k, v in settings.items()
-            if v is not False
+            if v is not False and v != TrainConfig.model_fields[k].default  # a default a preset restates
         )
         print(f"  preset: {flags or '(the defaults)'}")
+        info = cls.info
+        if info.checks:
+            print(f"  behaviour checks: {', '.join(info.checks)}")
+        if info.modes or info.plans:
+            what = f"eval --mode {'|'.join(info.modes)}" if info.modes else f"eval --plan {'|'.join(info.plans)}"
+            print(f"  commands: {what}")
     return 0
 
 

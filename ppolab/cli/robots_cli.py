@@ -88,13 +88,15 @@ def _check_picture(picture: Path, named: bool) -> None:
 
 def _list() -> int:
     from ppolab.envs import robot_file
+    from ppolab.envs.task_registry import task_names
 
     pretrained = Path.cwd() / "pretrained"
     for name in robot_file.shipped():
         f = robot_file.shipped_robot(name)
-        shipped = [t for t in ("walk", "stand", "step") if (pretrained / f"{name}_{t}" / "actor.pt").is_file()]
-        extra = f"; trained: {', '.join(f'pretrained/{name}_{t}' for t in shipped)}" if shipped else ""
-        print(f"{name}: {f.description or f.model.path} (envs {name}_walk, {name}_stand, {name}_step{extra})")
+        envs = [f"{name}_{t}" for t in task_names()]
+        shipped = [e for e in envs if (pretrained / e / "actor.pt").is_file()]
+        extra = f"; trained: {', '.join(f'pretrained/{e}' for e in shipped)}" if shipped else ""
+        print(f"{name}: {f.description or f.model.path} (envs {', '.join(envs)}{extra})")
     print("A robot of your own: `ppolab robots check FILE`, then `ppolab train --env NAME_walk --robot FILE`.")
     return 0
 

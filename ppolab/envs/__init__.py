@@ -1,9 +1,10 @@
 """Robot tasks in simulation, each a batch of MuJoCo envs stepped together (the BatchEnv protocol).
 
 The envs are cartpole, h1 (ppolab's H1 push-standing task), and each task on each robot
-file: `<robot>_walk`, `<robot>_stand` and `<robot>_step` for every shipped robot
-(`ppolab robots`). A user's robot file adds its own three: `register_robot(FILE)`, which
+file (`task_registry`: walk, stand, step): `<robot>_<task>` for every shipped robot
+(`ppolab robots`). A user's robot file adds its own: `register_robot(FILE)`, which
 `ppolab train --robot FILE` calls; its runs keep the file's contents in their env.yaml.
+A task registered later (`task_registry.register_task`) adds its env on every robot.
 """
 
 from __future__ import annotations
@@ -17,21 +18,12 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 from collections.abc import Callable, Iterator, MutableMapping  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
-from ppolab.envs import robot_file  # noqa: E402
+from ppolab.envs import robot_file, task_registry  # noqa: E402
 from ppolab.errors import UserError  # noqa: E402
 
 if TYPE_CHECKING:
     from ppolab.envs.protocol import BatchEnv
     from ppolab.envs.robot_task import RobotTask
-
-
-def task_classes() -> dict[str, type[RobotTask]]:
-    """The tasks that run on any robot file, by name (`robot_file.TASKS`)."""
-    from ppolab.envs.stand import StandTask
-    from ppolab.envs.step import StepTask
-    from ppolab.envs.walk import WalkTask
-
-    return {"walk": WalkTask, "stand": StandTask, "step": StepTask}
 
 
 def _cartpole() -> type[BatchEnv]:
@@ -50,7 +42,7 @@ def _shipped(robot: str, task: str) -> Callable[[], type[BatchEnv]]:
     def build() -> type[BatchEnv]:
         from ppolab.envs.robot_task import task_env
 
-        return task_env(task_classes()[task], robot_file.shipped_robot(robot))
+        return task_env(task_registry.task_class(task), robot_file.shipped_robot(robot))
 
     return build
 
@@ -63,9 +55,17 @@ class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
     def __init__(self) -> None:
         self._made: dict[str, type[BatchEnv]] = {}
         self._makers: dict[str, Callable[[], type[BatchEnv]]] = {"cartpole": _cartpole, "h1": _h1}
+        self.user_robots: dict[str, robot_file.RobotFile] = {}  # a user's robot files, by robot name
+        for task in task_registry.task_names():
+            self.add_task(task)
+        task_registry.on_register(self.add_task)
+
+    def add_task(self, task: str) -> None:
+        """The task's env on every shipped robot and every user robot registered so far."""
         for robot in robot_file.shipped():
-            for task in robot_file.TASKS:
-                self._makers[f"{robot}_{task}"] = _shipped(robot, task)
+            self._makers.setdefault(f"{robot}_{task}", _shipped(robot, task))
+        for file in self.user_robots.values():
+            self[f"{file.name}_{task}"] = _user_robot_env(file, task)
 
     def __getitem__(self, name: str) -> type[BatchEnv]:
         if name not in self._made:
@@ -98,16 +98,18 @@ def register_robot(file: robot_file.RobotFile) -> list[str]:
     """The envs of a user's robot file, added to ENVS (a shipped robot's name is refused: rename it)."""
     if file.name in robot_file.shipped() or file.name in ENVS:
         raise UserError(f"{file.where('name')}: {file.name!r} is a shipped robot or env; give yours another name")
-    for cls in _user_robot_envs(file):
-        ENVS[cls.name] = cls
-    return [f"{file.name}_{task}" for task in robot_file.TASKS]
+    ENVS.user_robots[file.name] = file
+    names = [f"{file.name}_{task}" for task in task_registry.task_names()]
+    for name, task in zip(names, task_registry.task_names()):
+        ENVS[name] = _user_robot_env(file, task)
+    return names
 
 
-def _user_robot_envs(file: robot_file.RobotFile) -> list[type[RobotTask]]:
-    """Each task on a user's robot file, the file embedded in the config (a run carries its robot)."""
+def _user_robot_env(file: robot_file.RobotFile, task: str) -> type[RobotTask]:
+    """One task on a user's robot file, the file embedded in the config (a run carries its robot)."""
     from ppolab.envs.robot_task import task_env
 
-    return [task_env(task, file, embed=True) for task in task_classes().values()]
+    return task_env(task_registry.task_class(task), file, embed=True)
 
 
 def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchEnv]:
@@ -115,9 +117,8 @@ def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchE
     if name not in ENVS and isinstance((overrides or {}).get(USER_ROBOT_KEY), dict):
         data = overrides[USER_ROBOT_KEY]
         file = robot_file.parse(data, robot_file.Path(str(data.get("source") or "robot file")))
-        if f"{file.name}_" + name.rsplit("_", 1)[-1] == name and file.name not in robot_file.shipped():
-            for cls in _user_robot_envs(file):
-                ENVS.setdefault(cls.name, cls)
+        if file.name not in robot_file.shipped() and file.name not in ENVS.user_robots:
+            register_robot(file)
     try:
         return ENVS[name]
     except KeyError:
@@ -138,7 +139,4 @@ def env_names() -> list[str]:
 def make_env(name: str, num_envs: int, overrides: dict[str, Any] | None = None) -> BatchEnv:
     """Build a batch of `num_envs` instances of the named env, its configuration changed by `overrides`."""
     cls = env_class(name, overrides)
-    env = cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)
-    if hasattr(env, "batch") and hasattr(env, "layout"):  # a humanoid: its noise groups exist, checked up front
-        env.batch.check_noise_groups(env.layout)
-    return env
+    return cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)

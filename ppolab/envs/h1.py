@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import Field, StrictBool
 
 from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, roll_pitch
+from ppolab.envs.protocol import Marker, TaskInfo
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_file import shipped_robot
 from ppolab.envs.robot_task import build_robot
@@ -70,6 +71,10 @@ class H1Env:
     """Unitree H1 stands still under pushes"""
 
     name = "h1"
+    info = TaskInfo("h1", checks=("push",), preset={
+        "hidden_sizes": [256, 256], "lr": 3e-4, "minibatch_size": 256, "max_traj_len": 400, "n_itr": 300,
+        "eval_freq": 25,
+    })  # fmt: skip
     Config = H1Config
     has_symmetry = False
 
@@ -91,6 +96,7 @@ class H1Env:
         self.layout = {"root_orient": slice(0, 2), "root_ang_vel": slice(2, 5), "joint_pos": slice(5, 5 + n),
                        "joint_vel": slice(5 + n, 5 + 2 * n), "joint_torque": slice(5 + 2 * n, 5 + 3 * n)}  # fmt: skip
         self.symmetry = None
+        self.batch.check_noise_groups(self.layout)
         self.rewards = H1_TERMS.bind(self, cfg.rewards)
 
     @property
@@ -103,6 +109,9 @@ class H1Env:
 
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         self.batch.reset_one(i, rng)
+
+    def markers(self, i: int) -> list[Marker]:
+        return []
 
     def observe(self) -> np.ndarray:
         b, lay = self.batch, self.batch.layout

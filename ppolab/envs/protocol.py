@@ -1,15 +1,44 @@
 """What the sampler, the trainer, playback and the checks need of an env: a batch of MuJoCo envs stepped
-together, and what it can do besides (declared here, so that no caller has to probe with hasattr)."""
+together, what its task declares (`TaskInfo`), and what it can do besides (declared here, so that no caller
+tests an env's name or probes it with hasattr)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: naming an env must not import MuJoCo
     import mujoco
     import numpy as np
     from pydantic import BaseModel
+
+    from ppolab.envs.reward_terms import Rewards
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task declares to its callers: the behaviour checks, eval, videos, export and the CLI read this,
+    never the env's name.
+
+    - `kind`: the task's name (walk, stand, step on a robot file; h1, cartpole).
+    - `checks`: its behaviour checks by name, cheapest first (`ppo/behaviour.CHECKS` holds them); none: no checks.
+    - `modes`: the modes of its velocity command (`eval --mode`, the export contract's `modes`); the env then is
+      a `Walker` (`set_command`).
+    - `plans`: the kinds of footstep plan it follows (`eval --plan`), set by the `plan_probs` setting.
+    - `preset`: the training settings recommended for it (`ppo/presets.py` adds an env's own on top).
+    - `clock`: it observes a gait clock (`period` control steps a cycle), which the export contract describes.
+    - `servos`: a robot on position servos built from a robot file (`robot`, `layout`, `batch`): the export
+      contract gives its joints, gains and action meaning.
+    """
+
+    kind: str
+    checks: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    plans: tuple[str, ...] = ()
+    preset: Mapping[str, Any] = field(default_factory=dict)
+    clock: bool = False
+    servos: bool = False
 
 
 @dataclass(frozen=True)
@@ -27,6 +56,7 @@ class BatchEnv(Protocol):
     """`num_envs` envs of one task. The horizon, and resets after an episode ends, belong to the sampler."""
 
     name: ClassVar[str]
+    info: ClassVar[TaskInfo]  # what the task declares to its callers
     Config: ClassVar[type[BaseModel]]  # the task's settings (`--yaml` overrides them)
     has_symmetry: ClassVar[bool]  # whether `symmetry` is set (the mirror loss applies)
     obs_dim: int
@@ -35,6 +65,8 @@ class BatchEnv(Protocol):
     num_envs: int
     cfg: BaseModel
     model: mujoco.MjModel  # for rendering
+    layout: dict[str, slice]  # the observation's named entries (noise groups, the export contract)
+    rewards: Rewards  # the task's reward table on this batch: each term's contribution at the last step
 
     @property
     def datas(self) -> list[mujoco.MjData]:
@@ -52,6 +84,9 @@ class BatchEnv(Protocol):
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Apply (num_envs, act_dim) actions for one control period: observations, rewards, terminated."""
 
+    def markers(self, i: int) -> list[Marker]:
+        """What env i is told, to draw into a video (none for a task without a command)."""
+
 
 class Walker(BatchEnv, Protocol):
     """A humanoid task with a velocity command (`<robot>_walk`): what the behaviour checks drive."""
@@ -66,9 +101,6 @@ class Walker(BatchEnv, Protocol):
     def foot_contact(self) -> np.ndarray:
         """(num_envs, 2) bool: the right and the left sole carry weight."""
 
-    def markers(self, i: int) -> list[Marker]:
-        """What env i is told, to draw into a video (the walking and stepping tasks have them)."""
-
 
 @runtime_checkable
 class Standing(Protocol):
@@ -80,8 +112,6 @@ class Standing(Protocol):
 
 class Imitating(BatchEnv, Protocol):
     """A task that can show its states to an expert policy (`--imitate`; every task on a robot file)."""
-
-    layout: dict[str, slice]  # the observation's named entries
 
     def expert_view(self, expert: Any) -> Any:
         """An `imitation.ExpertView` of this task's observations for a policy of `expert`'s env; raises

@@ -124,12 +124,13 @@ def _stand(env: RobotTask, harness: bool, hold: bool = True) -> dict:
 
 def check(file: RobotFile, picture: Path | None) -> dict:
     """Every check's figures and a `passed` verdict (the model builds, or a UserError names what is wrong)."""
-    from ppolab.envs import ENVS, task_classes
+    from ppolab.envs import ENVS
     from ppolab.envs.robot_task import task_env
+    from ppolab.envs.task_registry import task_class
 
     cls = ENVS.get(f"{file.name}_walk")
     if cls is None or cls.robot_file != file:
-        cls = task_env(task_classes()["walk"], file)
+        cls = task_env(task_class("walk"), file)
     quiet = {"randomization": {"enabled": False}, "init_joint_noise": 0.0, "init_tilt": 0.0, "init_lift": 0.0}
     # the robot's own gains and nominal pose, not a task's (h1's walking task takes LHW's softer gains and pose)
     try:

@@ -34,8 +34,18 @@ from ppolab.util import yaml_file
 from ppolab.util.validation import did_you_mean, first_problem
 
 SHIPPED = Path(__file__).parent / "robots"
-TASKS = ("walk", "stand", "step")
-TaskName = Literal["all", "walk", "stand", "step"]
+
+
+def _task_name(v: str) -> str:
+    """A section of `tasks:`: all, or a registered task (task_registry)."""
+    from ppolab.envs.task_registry import task_names
+
+    if v != "all" and v not in task_names():
+        raise ValueError(f"{v!r} is not a task; use all, {', '.join(task_names())}")
+    return v
+
+
+TaskName = Annotated[str, AfterValidator(_task_name)]
 
 
 def _name(v: str) -> str:
@@ -165,7 +175,9 @@ class RobotFile(Frozen):
         "explicit pairs, such as Menagerie's Apollo: its collision geoms are group 3)",
     )
     tasks: dict[TaskName, dict[str, Any]] = Field(
-        {}, description="defaults of the robot's tasks: all of them, or walk, stand, step (any task setting)"
+        {},
+        description="defaults of the robot's tasks: all of them, or one task by name (walk, stand, step: any "
+        "task setting)",
     )
     packages: dict[str, str] = Field(
         {},

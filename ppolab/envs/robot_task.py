@@ -18,6 +18,7 @@ from pydantic import Field, StrictBool, ValidationError, create_model, model_val
 from ppolab.envs.gait_clock import check_half_cycle
 from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch
 from ppolab.envs.imitation import ExpertView, NoExpertView, shared_view
+from ppolab.envs.protocol import Marker, TaskInfo
 from ppolab.envs.robot_file import RobotFile
 from ppolab.envs.robot_model import BuildParams, Robot, load
 from ppolab.envs.standing import holding_offsets
@@ -108,11 +109,13 @@ def build_robot(file: RobotFile, cfg: HumanoidConfig, stairs: int = 0) -> Robot:
 class RobotTask:
     """The part of a task that is about the robot: building it, its batch, its proprioception and mirror.
 
-    Subclasses set `task` and `Config`, and define `observe`, `step` and `reset_one`. `task_env`
-    makes the env class of one robot: it sets `robot_file`, `name` and the robot's `Config`.
+    Subclasses set `task`, `info` (what the task declares: protocol.TaskInfo) and `Config`, and define
+    `observe`, `step` and `reset_one`; `task_registry.register_task` adds them. `task_env` makes the env class
+    of one robot: it sets `robot_file`, `name` and the robot's `Config`.
     """
 
     task: ClassVar[str]
+    info: ClassVar[TaskInfo]
     has_symmetry: ClassVar[bool] = True  # every robot file names its left and right
     robot_file: ClassVar[RobotFile]
     name: ClassVar[str]
@@ -180,13 +183,19 @@ class RobotTask:
         return out
 
     def observation_layout(self, extra: list[tuple[str, int]]) -> dict[str, slice]:
-        """Named slices of the whole observation: the robot state, then the task's own entries."""
+        """Named slices of the whole observation: the robot state, then the task's own entries. The config's
+        noise groups must name some of them: checked here, when the task is built."""
         layout = self.proprioception_layout()
         start = layout[next(reversed(layout))].stop
         for name, size in extra:
             layout[name] = slice(start, start + size)
             start += size
+        self.batch.check_noise_groups(layout)
         return layout
+
+    def markers(self, i: int) -> list[Marker]:
+        """What env i is told, drawn into a video: nothing, for a task without a command."""
+        return []
 
     def proprioception(self) -> np.ndarray:
         b = self.batch

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppolab.envs.protocol import TaskInfo
 from ppolab.envs.reward_terms import EXP, RewardTable, Term
 from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
+from ppolab.envs.task_registry import ROBOT_TASK_PRESET
 
 
 def _legs_off(t) -> np.ndarray:
@@ -60,11 +62,12 @@ class StandTask(RobotTask):
     """Stand still at the nominal pose"""
 
     task = "stand"
+    info = TaskInfo("stand", preset=ROBOT_TASK_PRESET, servos=True)
     Config = StandConfig
 
     def __init__(self, num_envs: int, config: StandConfig | None = None) -> None:
         super().__init__(num_envs, config)
-        self.layout = self.proprioception_layout()
+        self.layout = self.observation_layout([])
         self.obs_dim, self.act_dim = next(reversed(self.layout.values())).stop, self.n_legs
         self.symmetry = self.mirrored([], [])
         self.rewards = STAND_TERMS.bind(self, self.cfg.rewards)

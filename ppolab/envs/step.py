@@ -25,10 +25,11 @@ from pydantic import Field
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights5, yaw
-from ppolab.envs.protocol import Marker
+from ppolab.envs.protocol import Marker, TaskInfo
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
+from ppolab.envs.task_registry import ROBOT_TASK_PRESET
 from ppolab.envs.walk import IN_PLACE, ONE_HOT
 
 PLANS = ("forward", "backward", "lateral", "curved", "standing")
@@ -87,6 +88,7 @@ class StepTask(RobotTask):
     """Follow a plan of footstep targets"""
 
     task = "step"
+    info = TaskInfo("step", checks=("footsteps",), plans=PLANS, preset=ROBOT_TASK_PRESET, clock=True, servos=True)
     Config = StepConfig
 
     def __init__(self, num_envs: int, config: StepConfig | None = None) -> None:

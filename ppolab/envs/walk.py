@@ -30,9 +30,10 @@ from pydantic import Field, StrictBool
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights3, yaw
-from ppolab.envs.protocol import Marker
+from ppolab.envs.protocol import Marker, TaskInfo
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
+from ppolab.envs.task_registry import ROBOT_TASK_PRESET
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
 MODES = ("standing", "in_place", "forward")
@@ -107,6 +108,9 @@ class WalkTask(RobotTask):
     """Walk on a velocity command with a clock-driven gait, holding the heading."""
 
     task = "walk"
+    # its preset runs the checks as training goes (--stop-on-pass ends the run at the first round that passes)
+    info = TaskInfo("walk", checks=("walk", "stand", "turn", "straight"), modes=MODES, clock=True, servos=True,
+                    preset={**ROBOT_TASK_PRESET, "check_every": 100})  # fmt: skip
     Config = WalkConfig
 
     def __init__(self, num_envs: int, config: WalkConfig | None = None) -> None:

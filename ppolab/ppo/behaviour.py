@@ -35,12 +35,13 @@ and turns.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from ppolab.envs import make_env
+from ppolab.envs import env_class, make_env
 from ppolab.envs.humanoid import yaw
 from ppolab.envs.walk import FORWARD, IN_PLACE, STANDING
 from ppolab.ppo.playback import load_actor
@@ -338,16 +339,22 @@ def push(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) 
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
-CHECKS = {  # an env kind's checks, cheapest first (the order a gated round runs them in)
-    "_walk": {"walk": walk, "stand": stand, "turn": turn, "straight": straight},
-    "_step": {"footsteps": footsteps},
-    "h1": {"push": push},
-}
+CHECKS: dict[str, Callable[..., dict]] = {  # every check by name; a task lists its own in `info.checks`
+    "walk": walk, "stand": stand, "turn": turn, "straight": straight, "footsteps": footsteps, "push": push,
+}  # fmt: skip
 
 
-def checks_of(env: str) -> dict:
-    """The checks of an env's kind, by name ({} for an env with none, such as cartpole)."""
-    return next((c for kind, c in CHECKS.items() if env == kind or (kind[0] == "_" and env.endswith(kind))), {})
+def register_check(name: str, check: Callable[..., dict]) -> None:
+    """A check a new task names in its `info.checks`: `check(subject, gate=False) -> {"passed": ..., ...}`."""
+    if name in CHECKS and CHECKS[name] is not check:
+        raise ValueError(f"a behaviour check named {name!r} exists already")
+    CHECKS[name] = check
+
+
+def checks_of(env: str, env_config: dict | None = None) -> dict:
+    """The env's checks by name, in the order its task declares them ({} for a task with none). A user robot's
+    env is found from the robot file its saved config carries."""
+    return {name: CHECKS[name] for name in env_class(env, env_config).info.checks}
 
 
 def checks(env: str, policy: Policy, gate: bool = False) -> dict:
@@ -356,7 +363,7 @@ def checks(env: str, policy: Policy, gate: bool = False) -> dict:
     then cover the time until then, `stopped_at_s`) and the round ends at the first check that fails: the later
     ones are not run (and not in the result). A gated round passes exactly when an ungated one would."""
     subject, out = Subject.of(policy), {}
-    for name, check in checks_of(env).items():
+    for name, check in checks_of(env, subject.env_config).items():
         out[name] = check(subject, gate=gate)
         if gate and not out[name]["passed"]:
             break

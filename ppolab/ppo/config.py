@@ -158,6 +158,7 @@ class TrainConfig(BaseModel):
         A preset's minibatch never exceeds a batch the user made smaller: it shrinks to the batch."""
         if not isinstance(data, dict):
             return data
+        _register_user_robot(data)
         merged = with_preset(data)
         if "minibatch_size" not in data and "minibatch_size" in merged:
             steps = "steps_per_env" if merged.get("steps_per_env") else "max_traj_len"
@@ -166,23 +167,15 @@ class TrainConfig(BaseModel):
                 merged["minibatch_size"] = min(merged["minibatch_size"], size[0] * size[1] * size[2])
         return merged
 
-    @field_validator("env")
-    @classmethod
-    def _known_env(cls, v: str) -> str:
-        if v not in ENVS and not v.endswith(("_walk", "_stand", "_step")):
-            raise ValueError(unknown_env(v))
-        return v
-
     @model_validator(mode="after")
     def _robot_env(self) -> TrainConfig:
-        """A task of the robot file given with --robot (read here: a mistake is one line), or a shipped env."""
+        """A task of the robot file given with --robot (registered by `_env_preset`), or a shipped env."""
         if self.robot is not None:
-            from ppolab.envs import register_robot, robot_file
+            from ppolab.envs import robot_file
+            from ppolab.envs.task_registry import task_names
 
-            file = robot_file.read(self.robot)
-            if f"{file.name}_walk" not in ENVS:
-                register_robot(file)
-            tasks = [f"{file.name}_{t}" for t in ("walk", "stand", "step")]
+            name = robot_file.read(self.robot).name
+            tasks = [f"{name}_{t}" for t in task_names()]
             if self.env not in tasks:
                 raise ValueError(f"--env: {self.env}: the robot file {self.robot} gives {', '.join(tasks)}")
         elif self.env not in ENVS:
@@ -245,7 +238,8 @@ class TrainConfig(BaseModel):
             from ppolab.ppo.behaviour import checks_of
 
             if not checks_of(self.env):
-                raise ValueError(f"--check-every: {self.env} has no behaviour checks (NAME_walk, NAME_step and h1 do)")
+                raise ValueError(f"--check-every: {self.env}'s task declares no behaviour checks (`ppolab envs` lists "
+                                 "each env's)")  # fmt: skip
         return self
 
     @model_validator(mode="after")
@@ -310,3 +304,14 @@ def validation_message(exc: ValidationError) -> str:
         got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
         return f"{flag(name)}: {msg}{got}"
     return msg
+
+
+def _register_user_robot(data: dict) -> None:
+    """--robot FILE: read now (a mistake in it is one line), so that its envs, and their presets, exist."""
+    path = data.get("robot")
+    if isinstance(path, str) and path:
+        from ppolab.envs import ENVS, register_robot, robot_file
+
+        file = robot_file.read(path)
+        if file.name not in ENVS.user_robots:
+            register_robot(file)

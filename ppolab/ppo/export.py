@@ -42,6 +42,11 @@ UNITS = {  # an observation entry's units and where a controller reads it
         "speed, sideways speed (plus, walking forward, the correction back onto the line walked)",
     ),
     "targets": ("m, rad", "the next two footstep targets (x, y, z, yaw) in the root's heading frame"),
+    "cart_pos": ("m", "the cart's position on the rail"),
+    "pole_cos": ("1", "cos of the pole's angle (1: upright)"),
+    "pole_sin": ("1", "sin of the pole's angle"),
+    "cart_vel": ("m/s", "the cart's velocity"),
+    "pole_ang_vel": ("rad/s", "the pole's angular velocity"),
 }
 
 
@@ -91,15 +96,15 @@ def contract(meta: dict) -> dict:
         out["state"] = {"inputs": [{"name": n, "size": w} for n, w in state_names(list(meta["hidden_sizes"]))],
                         "outputs": "the same, suffixed _out, after the action", "reset": "zeros at each episode's "
                         "start"}  # fmt: skip
-    layout = getattr(env, "layout", None)
+    info, layout = env.info, env.layout
     if layout:
         out["observation"] = [
             {"name": name, "slice": [s.start, s.stop], "units": UNITS.get(name, ("", ""))[0],
              "source": UNITS.get(name, ("", ""))[1]}
             for name, s in layout.items()
         ]  # fmt: skip
-    robot = getattr(env, "robot", None)
-    if robot is not None:
+    if info.servos:
+        robot = env.robot
         legs = list(robot.file.legs)
         m = env.model
         act = {m.actuator(i).trnid[0]: i for i in range(m.nu)}
@@ -122,11 +127,11 @@ def contract(meta: dict) -> dict:
         out["imu"] = {"root_orient": "roll = atan2(2(wx + yz), 1 - 2(x^2 + y^2)), pitch = asin(2(wy - zx)) of the "
                       "root's quaternion (w, x, y, z)", "root_ang_vel": "the free joint's angular velocity "
                       "(qvel[3:6], the root's own frame)"}  # fmt: skip
-    if hasattr(env, "period"):
+    if info.clock:
         out["clock"] = {"period_steps": int(env.period), "observation": "sin and cos of 2 pi phase / period; the "
                         "phase advances by one every control step"}  # fmt: skip
-    if hasattr(env, "set_command"):
-        out["modes"] = ["standing", "in_place", "forward"]
+    if info.modes:
+        out["modes"] = list(info.modes)
     return out
 
 

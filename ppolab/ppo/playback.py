@@ -50,24 +50,24 @@ class Command:
     plan: str | None = None  # a stepper's plan kind, on flat ground
 
     def overrides(self, env_name: str, cfg: dict | None) -> dict | None:
-        """The env settings the command needs (a plan kind is a setting of the stepping task)."""
+        """The env settings the command needs (a plan kind is a setting of the stepping task); a mode or plan
+        the env's task does not declare is refused."""
+        info = env_class(env_name, cfg).info
+        if self.mode is not None and self.mode not in info.modes:
+            raise UserError(f"--mode {self.mode}: " + (f"{env_name}'s modes are {', '.join(info.modes)}" if info.modes
+                            else f"{env_name} takes no velocity command (a NAME_walk env does)"))  # fmt: skip
         if self.plan is None:
             return cfg
-        if not env_name.endswith("_step"):
-            raise UserError(f"--plan: {env_name} follows no footstep plans (a NAME_step env does)")
-        from ppolab.envs.step import PLANS
-
-        return {**(cfg or {}), "plan_probs": [1.0 if p == self.plan else 0.0 for p in PLANS], "stair_ramp_start": 10**9}
+        if self.plan not in info.plans:
+            raise UserError(f"--plan {self.plan}: " + (f"{env_name}'s plans are {', '.join(info.plans)}" if info.plans
+                            else f"{env_name} follows no footstep plans (a NAME_step env does)"))  # fmt: skip
+        probs = [1.0 if p == self.plan else 0.0 for p in info.plans]
+        return {**(cfg or {}), "plan_probs": probs, "stair_ramp_start": 10**9}
 
     def hold(self, env) -> None:
         """Hold the walker's mode and command (after the resets)."""
-        if self.mode is None:
-            return
-        if not hasattr(env, "set_command"):
-            raise UserError(f"--mode: {env.name} takes no velocity command (a NAME_walk env does)")
-        from ppolab.envs.walk import MODES
-
-        env.set_command(MODES.index(self.mode), yaw_rate=self.yaw_rate, vx=self.vx, vy=self.vy)
+        if self.mode is not None:
+            env.set_command(env.info.modes.index(self.mode), yaw_rate=self.yaw_rate, vx=self.vx, vy=self.vy)
 
 
 def video_in(folder: Path, policy: Path) -> Path:

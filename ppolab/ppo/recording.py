@@ -60,8 +60,7 @@ class Recorder:
         if not alive[0]:  # env 0's episode has ended; the others may go on
             return
         self.renderer.update_scene(env.datas[0], camera=0)
-        markers = env.markers(0) if hasattr(env, "markers") else []
-        for marker in markers:
+        for marker in env.markers(0):
             self._draw(marker)
         self.last = self.renderer.render()
         if self.writer is not None:
