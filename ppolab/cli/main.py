@@ -483,7 +483,7 @@ def run_envs(ns: argparse.Namespace) -> int:
         flags = " ".join(
             f"{flag(k)} {' '.join(map(str, v)) if isinstance(v, list) else v}" if not isinstance(v, bool) else flag(k)
             for k, v in settings.items()
-            if v is not False and v != TrainConfig.model_fields[k].default  # a default a preset restates
+            if v is not False
         )
         print(f"  preset: {flags or '(the defaults)'}")
         info = cls.info

@@ -22,20 +22,8 @@ from ppolab.envs import robot_file, task_registry  # noqa: E402
 from ppolab.errors import UserError  # noqa: E402
 
 if TYPE_CHECKING:
-    from ppolab.envs.protocol import BatchEnv
+    from ppolab.envs.protocol import BatchEnv, TaskInfo
     from ppolab.envs.robot_task import RobotTask
-
-
-def _cartpole() -> type[BatchEnv]:
-    from ppolab.envs.cartpole import CartpoleEnv
-
-    return CartpoleEnv
-
-
-def _h1() -> type[BatchEnv]:
-    from ppolab.envs.h1 import H1Env
-
-    return H1Env
 
 
 def _shipped(robot: str, task: str) -> Callable[[], type[BatchEnv]]:
@@ -54,7 +42,10 @@ class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
 
     def __init__(self) -> None:
         self._made: dict[str, type[BatchEnv]] = {}
-        self._makers: dict[str, Callable[[], type[BatchEnv]]] = {"cartpole": _cartpole, "h1": _h1}
+        self._makers: dict[str, Callable[[], type[BatchEnv]]] = {}
+        self._infos: dict[str, TaskInfo] = {}  # what each env's task declares, known without building it
+        for name, reg in task_registry.ENVS_OF_THEIR_OWN.items():
+            self._makers[name], self._infos[name] = reg.load, reg.info
         self.user_robots: dict[str, robot_file.RobotFile] = {}  # a user's robot files, by robot name
         for task in task_registry.task_names():
             self.add_task(task)
@@ -64,6 +55,7 @@ class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
         """The task's env on every shipped robot and every user robot registered so far."""
         for robot in robot_file.shipped():
             self._makers.setdefault(f"{robot}_{task}", _shipped(robot, task))
+            self._infos[f"{robot}_{task}"] = task_registry.task_info(task)
         for file in self.user_robots.values():
             self[f"{file.name}_{task}"] = _user_robot_env(file, task)
 
@@ -75,9 +67,16 @@ class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
     def __setitem__(self, name: str, cls: type[BatchEnv]) -> None:
         self._made[name] = cls
         self._makers.setdefault(name, lambda: cls)
+        self._infos[name] = cls.info
+
+    def info(self, name: str) -> TaskInfo:
+        """What the env's task declares (its checks, modes, plans, preset), without building the env class:
+        naming an env imports no MuJoCo. KeyError for an unknown name, as a dict."""
+        return self._infos[name] if name in self._infos else self[name].info
 
     def __delitem__(self, name: str) -> None:
         self._made.pop(name, None)
+        self._infos.pop(name, None)
         del self._makers[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -123,6 +122,11 @@ def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchE
         return ENVS[name]
     except KeyError:
         raise UserError(unknown_env(name)) from None
+
+
+def env_info(name: str, overrides: dict[str, Any] | None = None) -> TaskInfo:
+    """What the env's task declares; a user robot's env is found from the robot file its config carries."""
+    return ENVS.info(name) if name in ENVS else env_class(name, overrides).info
 
 
 def unknown_env(name: str) -> str:

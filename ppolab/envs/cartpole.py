@@ -13,9 +13,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ppolab.envs.physics import BatchPhysics
-from ppolab.envs.protocol import Marker, TaskInfo
+from ppolab.envs.protocol import Marker
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.scene import add_floor, add_lights, add_sky
+from ppolab.envs.task_registry import ENVS_OF_THEIR_OWN
 
 SWINGUP_TERMS = RewardTable(  # at most 1 a step: upright, centred, calm and cheap (theta = 0 is upright)
     Term("upright", 0.35, LINEAR, 0.5, lambda t: 1.0 + np.cos(t.physics.qpos[:, 1]), doc="(1 + cos theta) / 2"),
@@ -112,10 +113,7 @@ class CartpoleEnv:
     """A batch of cartpole swing-up envs. Observation: x, cos th, sin th, x_dot, th_dot."""
 
     name = "cartpole"
-    info = TaskInfo("cartpole", preset={  # eval reward above 450 within 500 iterations (benchmarks/README.md)
-        "std_dev": 0.15, "learn_std": True, "entropy_coeff": 0.01, "minibatch_size": 256, "max_traj_len": 500,
-        "num_procs": 12, "n_itr": 500, "eval_freq": 20,
-    })  # fmt: skip
+    info = ENVS_OF_THEIR_OWN["cartpole"].info
     Config = CartpoleConfig
     layout = {"cart_pos": slice(0, 1), "pole_cos": slice(1, 2), "pole_sin": slice(2, 3), "cart_vel": slice(3, 4),
               "pole_ang_vel": slice(4, 5)}  # fmt: skip

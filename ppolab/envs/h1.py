@@ -13,10 +13,11 @@ import numpy as np
 from pydantic import Field, StrictBool
 
 from ppolab.envs.humanoid import Gains, HumanoidBatch, HumanoidConfig, Range, RobotLayout, roll_pitch
-from ppolab.envs.protocol import Marker, TaskInfo
+from ppolab.envs.protocol import Marker
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_file import shipped_robot
 from ppolab.envs.robot_task import build_robot
+from ppolab.envs.task_registry import ENVS_OF_THEIR_OWN
 
 NOMINAL_LEG = {"hip_pitch": -0.4, "knee": 0.8, "ankle": -0.4}
 HELD = ["torso", *(f"{s}_{j}" for s in ("left", "right") for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw",
@@ -71,10 +72,7 @@ class H1Env:
     """Unitree H1 stands still under pushes"""
 
     name = "h1"
-    info = TaskInfo("h1", checks=("push",), preset={
-        "hidden_sizes": [256, 256], "lr": 3e-4, "minibatch_size": 256, "max_traj_len": 400, "n_itr": 300,
-        "eval_freq": 25,
-    })  # fmt: skip
+    info = ENVS_OF_THEIR_OWN["h1"].info
     Config = H1Config
     has_symmetry = False
 

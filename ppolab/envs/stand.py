@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppolab.envs.protocol import TaskInfo
 from ppolab.envs.reward_terms import EXP, RewardTable, Term
 from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
-from ppolab.envs.task_registry import ROBOT_TASK_PRESET
+from ppolab.envs.task_registry import task_info
 
 
 def _legs_off(t) -> np.ndarray:
@@ -62,7 +61,7 @@ class StandTask(RobotTask):
     """Stand still at the nominal pose"""
 
     task = "stand"
-    info = TaskInfo("stand", preset=ROBOT_TASK_PRESET, servos=True)
+    info = task_info("stand")
     Config = StandConfig
 
     def __init__(self, num_envs: int, config: StandConfig | None = None) -> None:

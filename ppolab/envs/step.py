@@ -25,14 +25,14 @@ from pydantic import Field
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights5, yaw
-from ppolab.envs.protocol import Marker, TaskInfo
+from ppolab.envs.protocol import Marker
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
-from ppolab.envs.task_registry import ROBOT_TASK_PRESET
+from ppolab.envs.task_registry import task_info
 from ppolab.envs.walk import IN_PLACE, ONE_HOT
 
-PLANS = ("forward", "backward", "lateral", "curved", "standing")
+PLANS = task_info("step").plans  # forward, backward, lateral, curved, standing: the indices below
 N_STEPS = 20  # targets per plan, as LHW's
 RED, ORANGE, GREY = (0.9, 0.1, 0.1, 0.9), (0.95, 0.55, 0.1, 0.8), (0.5, 0.5, 0.5, 0.4)  # targets in a video
 
@@ -88,7 +88,7 @@ class StepTask(RobotTask):
     """Follow a plan of footstep targets"""
 
     task = "step"
-    info = TaskInfo("step", checks=("footsteps",), plans=PLANS, preset=ROBOT_TASK_PRESET, clock=True, servos=True)
+    info = task_info("step")
     Config = StepConfig
 
     def __init__(self, num_envs: int, config: StepConfig | None = None) -> None:

@@ -30,13 +30,13 @@ from pydantic import Field, StrictBool
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
 from ppolab.envs.humanoid import Range, Weights3, yaw
-from ppolab.envs.protocol import Marker, TaskInfo
+from ppolab.envs.protocol import Marker
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
-from ppolab.envs.task_registry import ROBOT_TASK_PRESET
+from ppolab.envs.task_registry import task_info
 
 STANDING, IN_PLACE, FORWARD = 0, 1, 2
-MODES = ("standing", "in_place", "forward")
+MODES = task_info("walk").modes  # standing, in_place, forward: the indices below
 ONE_HOT = np.eye(3)
 SWITCH_BLOCK = 128  # steps of mode-switch draws an env's generator fills at once
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
@@ -108,9 +108,7 @@ class WalkTask(RobotTask):
     """Walk on a velocity command with a clock-driven gait, holding the heading."""
 
     task = "walk"
-    # its preset runs the checks as training goes (--stop-on-pass ends the run at the first round that passes)
-    info = TaskInfo("walk", checks=("walk", "stand", "turn", "straight"), modes=MODES, clock=True, servos=True,
-                    preset={**ROBOT_TASK_PRESET, "check_every": 100})  # fmt: skip
+    info = task_info("walk")
     Config = WalkConfig
 
     def __init__(self, num_envs: int, config: WalkConfig | None = None) -> None:

@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ppolab.envs import env_class, make_env
+from ppolab.envs import env_info, make_env
 from ppolab.envs.humanoid import yaw
 from ppolab.envs.walk import FORWARD, IN_PLACE, STANDING
 from ppolab.ppo.playback import load_actor
@@ -354,7 +354,7 @@ def register_check(name: str, check: Callable[..., dict]) -> None:
 def checks_of(env: str, env_config: dict | None = None) -> dict:
     """The env's checks by name, in the order its task declares them ({} for a task with none). A user robot's
     env is found from the robot file its saved config carries."""
-    return {name: CHECKS[name] for name in env_class(env, env_config).info.checks}
+    return {name: CHECKS[name] for name in env_info(env, env_config).checks}
 
 
 def checks(env: str, policy: Policy, gate: bool = False) -> dict:

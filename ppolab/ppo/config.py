@@ -167,20 +167,13 @@ class TrainConfig(BaseModel):
                 merged["minibatch_size"] = min(merged["minibatch_size"], size[0] * size[1] * size[2])
         return merged
 
-    @model_validator(mode="after")
-    def _robot_env(self) -> TrainConfig:
-        """A task of the robot file given with --robot (registered by `_env_preset`), or a shipped env."""
-        if self.robot is not None:
-            from ppolab.envs import robot_file
-            from ppolab.envs.task_registry import task_names
-
-            name = robot_file.read(self.robot).name
-            tasks = [f"{name}_{t}" for t in task_names()]
-            if self.env not in tasks:
-                raise ValueError(f"--env: {self.env}: the robot file {self.robot} gives {', '.join(tasks)}")
-        elif self.env not in ENVS:
-            raise ValueError(f"--env: {unknown_env(self.env)}")
-        return self
+    @field_validator("env")
+    @classmethod
+    def _known_env(cls, v: str) -> str:
+        """A shipped env, or one of the --robot file's (`_env_preset` registered them)."""
+        if v not in ENVS:
+            raise ValueError(unknown_env(v))
+        return v
 
     @field_validator("run_name")
     @classmethod
@@ -235,9 +228,9 @@ class TrainConfig(BaseModel):
         if self.stop_on_pass and not self.check_every:
             raise ValueError("--stop-on-pass needs --check-every N (how often to run the checks)")
         if self.check_every:
-            from ppolab.ppo.behaviour import checks_of
+            from ppolab.envs import env_info
 
-            if not checks_of(self.env):
+            if not env_info(self.env).checks:
                 raise ValueError(f"--check-every: {self.env}'s task declares no behaviour checks (`ppolab envs` lists "
                                  "each env's)")  # fmt: skip
         return self
@@ -307,11 +300,16 @@ def validation_message(exc: ValidationError) -> str:
 
 
 def _register_user_robot(data: dict) -> None:
-    """--robot FILE: read now (a mistake in it is one line), so that its envs, and their presets, exist."""
+    """--robot FILE: read now (a mistake in it is one line), so that its envs, and their presets, exist; --env
+    must name one of them."""
     path = data.get("robot")
     if isinstance(path, str) and path:
         from ppolab.envs import ENVS, register_robot, robot_file
+        from ppolab.envs.task_registry import task_names
 
         file = robot_file.read(path)
         if file.name not in ENVS.user_robots:
             register_robot(file)
+        tasks = [f"{file.name}_{t}" for t in task_names()]
+        if data.get("env") not in tasks:
+            raise ValueError(f"--env: {data.get('env')}: the robot file {path} gives {', '.join(tasks)}")

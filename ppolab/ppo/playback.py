@@ -10,7 +10,7 @@ from typing import TextIO
 
 import numpy as np
 
-from ppolab.envs import env_class, env_config, make_env
+from ppolab.envs import env_class, env_config, env_info, make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
@@ -52,7 +52,7 @@ class Command:
     def overrides(self, env_name: str, cfg: dict | None) -> dict | None:
         """The env settings the command needs (a plan kind is a setting of the stepping task); a mode or plan
         the env's task does not declare is refused."""
-        info = env_class(env_name, cfg).info
+        info = env_info(env_name, cfg)
         if self.mode is not None and self.mode not in info.modes:
             raise UserError(f"--mode {self.mode}: " + (f"{env_name}'s modes are {', '.join(info.modes)}" if info.modes
                             else f"{env_name} takes no velocity command (a NAME_walk env does)"))  # fmt: skip

@@ -38,7 +38,7 @@ def preset(env: object) -> dict[str, Any]:
         return {}
     from ppolab.envs import ENVS
 
-    task = dict(ENVS[env].info.preset) if env in ENVS else {}
+    task = dict(ENVS.info(env).preset) if env in ENVS else {}
     return {**task, **PRESETS.get(env, {})}
 
 
