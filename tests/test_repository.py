@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from ppolab.ops.slim import finished
-from ppolab.ppo.run_folder import LAST, METRICS, RunFolder
+from ppolab.util.run_folder import LAST, METRICS, RunFolder
 
 RECORDS_MIB = 30  # benchmarks/ and experiments/ together, in git's index
 
@@ -53,3 +53,30 @@ def test_only_a_run_in_progress_keeps_its_checkpoint_and_raw_metrics(tracked):
     for folder in sorted(folders):
         if (folder / LAST).as_posix() in tracked:
             assert (folder / METRICS).as_posix() in tracked, f"{folder}: a last.pt without the records it resumes"
+
+
+def _sources() -> dict[str, str]:
+    import ppolab
+
+    root = Path(ppolab.__file__).parent
+    return {str(p.relative_to(root.parent)): p.read_text() for p in sorted(root.rglob("*.py"))}
+
+
+def test_no_caller_tests_an_env_name_or_probes_an_env():
+    """What differs between tasks is in their declarations (protocol.TaskInfo), never read off a name."""
+    import re
+
+    probe = re.compile(r"""endswith\(\(?["']_(walk|step|stand)|(hasattr|getattr)\((self\.)?env\b""")
+    found = [f"{path}:{n}" for path, text in _sources().items()
+             for n, line in enumerate(text.splitlines(), 1) if probe.search(line)]  # fmt: skip
+    assert not found, found
+
+
+def test_only_the_run_folder_module_spells_a_run_file_name():
+    from ppolab.util import run_folder as rf
+
+    names = [rf.METRICS, rf.METRICS_GZ, rf.LAST, rf.MARKER, rf.CONFIG, rf.ENV, rf.LOG, rf.RUN_JSON, rf.COMMAND,
+             rf.GIT_DIFF, rf.ACTOR, rf.CRITIC]  # fmt: skip
+    found = [f"{path}: {name}" for path, text in _sources().items() if not path.endswith("util/run_folder.py")
+             for name in names if f'"{name}"' in text or f"'{name}'" in text]  # fmt: skip
+    assert not found, found

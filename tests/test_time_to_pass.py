@@ -132,7 +132,7 @@ def test_tune_scores_a_run_by_minus_its_time_to_pass_and_a_censored_one_below_ev
     from ppolab.analysis.summary import summarize
     from ppolab.experiments.tune.report import shown
     from ppolab.experiments.tune.study import RunningScore, trial_value
-    from ppolab.ppo.run_folder import RunFolder
+    from ppolab.util.run_folder import RunFolder
 
     passed = summarize(synthetic.records(300, 100, passes_at=39, fps=100.0))
     never = summarize(synthetic.records(300, 100, passes_at=NEVER, fps=100.0))

@@ -68,7 +68,7 @@ def test_check_flags_that_cannot_work_are_refused_in_one_line(tmp_path):
 
 def test_a_sweep_shows_each_run_s_latest_checks_in_a_few_words():
     from ppolab.experiments.display import check_label
-    from ppolab.ppo.run_folder import Records
+    from ppolab.util.run_folder import Records
 
     def check(itr, passed, **figures):
         return {"type": "check", "iteration": itr, "passed": passed, "total_steps": 1, "total_time": 1.0, **figures}

@@ -271,7 +271,7 @@ def test_the_pruner_s_reader_skips_records_without_their_fields(tmp_path):
         '{"type": "eval", "iteration": 3, "reward": 7.0, "length": 9}',
     ]
     path.write_text("\n".join(lines) + "\n")
-    from ppolab.ppo.run_folder import RunFolder
+    from ppolab.util.run_folder import RunFolder
 
     assert RunningScore("peak_eval", RunFolder(tmp_path)).new_points() == [(1, 5.0), (3, 7.0)]
     assert RunningScore("final_reward", RunFolder(tmp_path)).new_points() == []

@@ -11,8 +11,8 @@ from ppolab.analysis.anomalies import Thresholds
 from ppolab.analysis.parse import load_run
 from ppolab.analysis.summary import RunSummary, summarize
 from ppolab.errors import UserError
-from ppolab.ppo.run_folder import RunFolder
 from ppolab.util import strict_json, yaml_file
+from ppolab.util.run_folder import RunFolder
 from ppolab.util.validation import first_problem
 
 

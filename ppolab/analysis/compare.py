@@ -57,8 +57,8 @@ from ppolab.analysis.time_to_pass import (
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.run_files import read_config
-from ppolab.ppo.run_folder import RunFolder
 from ppolab.util import tables
+from ppolab.util.run_folder import CONFIG, RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count
 
@@ -209,7 +209,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
     runs = []
     for name, path in paths:
         state = (states or {}).get(name)
-        if not (path / "config.yaml").exists() and states is not None:  # a sweep's run not begun (or lost)
+        if not (path / CONFIG).exists() and states is not None:  # a sweep's run not begun (or lost)
             runs.append(Run(name, path, None, None, "not started" if state in (None, RunState.PENDING) else state))
             continue
         cfg = read_config(path)

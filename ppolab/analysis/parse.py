@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.ppo.console import TABLE_ROWS
-from ppolab.ppo.run_folder import RunFolder, read_records
+from ppolab.util.run_folder import CONFIG, LOG, RunFolder, read_records
 
 LABELS = dict(TABLE_ROWS)  # the console table's labels (LearningHumanoidWalking's) -> metric keys
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -135,7 +135,7 @@ def _continued(run_dir: Path) -> bool:
     import yaml
 
     try:
-        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+        cfg = yaml.safe_load((run_dir / CONFIG).read_text())
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
         return False
     return isinstance(cfg, dict) and bool(cfg.get("continued"))
@@ -148,8 +148,8 @@ def load_run(path: Path) -> RunRecords:
             out = read_jsonl(RunFolder(path).metrics_file)
             out.fine_tune = _continued(path)
             return out
-        if (path / "train.log").exists():
-            path = path / "train.log"
+        if (path / LOG).exists():
+            path = path / LOG
         else:
             raise UserError(f"{path}: no metrics.jsonl or train.log; is it a run folder?")
     if not path.exists():

@@ -21,7 +21,7 @@ from ppolab.analysis.anomalies import Thresholds, find_anomalies
 from ppolab.analysis.parse import RunRecords, load_run
 from ppolab.analysis.time_to_pass import first_pass
 from ppolab.errors import UserError
-from ppolab.ppo.run_folder import TERM_PREFIX, RunFolder
+from ppolab.util.run_folder import TERM_PREFIX, RunFolder
 
 
 @dataclass

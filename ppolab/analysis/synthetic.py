@@ -19,7 +19,7 @@ import yaml
 from ppolab.analysis.compare import Run, _status, climbing_at_end
 from ppolab.analysis.parse import RunRecords
 from ppolab.analysis.summary import summarize
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.util.run_folder import CONFIG, RunFolder
 from ppolab.util.run_state import RunState
 
 NEVER = -1  # passes_at for a run that is checked and never passes
@@ -105,7 +105,7 @@ def write_sweep(
             run_dir = folder / "runs" / name
             run_dir.mkdir(parents=True, exist_ok=True)
             config = {**defaults, **cfg, "seed": seed, "run_name": name}
-            (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+            (run_dir / CONFIG).write_text(yaml.safe_dump(config))
             at = passes_at[label][seeds.index(seed)] if passes_at else None
             rec = records(score, n_itr, stop, passes_at=at)
             lines = [json.dumps(r) for r in rec.iterations + rec.evals + rec.checks]

@@ -18,6 +18,7 @@ from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.ppo.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
+from ppolab.util.run_folder import ACTOR
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
@@ -335,10 +336,10 @@ def _policy_path(ns: argparse.Namespace) -> tuple[str, Path]:
         raise UserError("name the policy: ppolab eval RUN_DIR_OR_ACTOR.pt (or --path), or --logdir DIR for its "
                         "most recent run")  # fmt: skip
     flag, given = ("--path", Path(ns.path)) if ns.path else ("--logdir", Path(ns.logdir))
-    if flag == "--logdir" and (given / "actor.pt").is_file():  # a run folder itself: play it
+    if flag == "--logdir" and (given / ACTOR).is_file():  # a run folder itself: play it
         return flag, given
-    if given.is_dir() and (flag == "--logdir" or not (given / "actor.pt").is_file()):
-        latest = latest_run(given, "actor.pt")
+    if given.is_dir() and (flag == "--logdir" or not (given / ACTOR).is_file()):
+        latest = latest_run(given, ACTOR)
         if latest is None:
             if flag == "--logdir" or not any(given.glob("*.pt")):
                 raise UserError(f"{flag} {given}: no run with an actor.pt inside; train one, or name a run folder")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.util import strict_json
+from ppolab.util.run_folder import ACTOR
 
 HELP = """A robot file is one YAML that makes a humanoid trainable: its model (MJCF or URDF), legs, feet,
 root and head, nominal pose, PD gains, rates and left/right naming (see ppolab/envs/robots/*.yaml
@@ -94,7 +95,7 @@ def _list() -> int:
     for name in robot_file.shipped():
         f = robot_file.shipped_robot(name)
         envs = [f"{name}_{t}" for t in task_names()]
-        shipped = [e for e in envs if (pretrained / e / "actor.pt").is_file()]
+        shipped = [e for e in envs if (pretrained / e / ACTOR).is_file()]
         extra = f"; trained: {', '.join(f'pretrained/{e}' for e in shipped)}" if shipped else ""
         print(f"{name}: {f.description or f.model.path} (envs {', '.join(envs)}{extra})")
     print("A robot of your own: `ppolab robots check FILE`, then `ppolab train --env NAME_walk --robot FILE`.")

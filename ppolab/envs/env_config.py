@@ -19,9 +19,8 @@ from pydantic import BaseModel, ValidationError
 from ppolab.envs import ENVS, env_class, lhw_yaml
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
+from ppolab.util.run_folder import ENV
 from ppolab.util.validation import did_you_mean, first_problem
-
-ENV_FILE = "env.yaml"
 
 
 def _closest(key: str, model: type[BaseModel]) -> str:
@@ -93,12 +92,12 @@ def resolve(env: str, path: str | None, robot: str | None = None) -> dict[str, A
 def save(run_dir: Path, config: dict[str, Any]) -> None:
     from ppolab.util.files import atomic_write_text
 
-    atomic_write_text(run_dir / ENV_FILE, yaml.safe_dump(config, sort_keys=False))
+    atomic_write_text(run_dir / ENV, yaml.safe_dump(config, sort_keys=False))
 
 
 def load_saved(run_dir: Path, env: str) -> dict[str, Any] | None:
     """A run folder's env.yaml (None for a folder made before every run kept one: the env's defaults)."""
-    path = run_dir / ENV_FILE
+    path = run_dir / ENV
     if not path.exists():
         return None
     return validate(env, restore(env, yaml.safe_load(path.read_text())), str(path))

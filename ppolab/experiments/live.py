@@ -18,7 +18,7 @@ from ppolab.analysis.anomalies import describe, find_anomalies
 from ppolab.experiments.display import duration, progress, status_data, sweep_line, time_share
 from ppolab.experiments.plan import PlannedRun
 from ppolab.experiments.state import SweepState, pid_alive
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.util.run_folder import RunFolder
 from ppolab.util.run_state import RunState
 
 

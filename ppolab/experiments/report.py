@@ -27,9 +27,9 @@ from ppolab.experiments.display import check_label
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import RESULTS_FILE, SweepState
-from ppolab.ppo.run_folder import RunFolder
 from ppolab.util.files import atomic_write_bytes, atomic_write_text, refuse_links
 from ppolab.util.progress import Progress
+from ppolab.util.run_folder import RunFolder
 from ppolab.util.tables import table
 
 TRACKER = "experiment-tracker.md"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.ppo.run_files import read_config, read_meta
+from ppolab.util.run_folder import COMMAND, GIT_DIFF, RUN_JSON
 
 
 def describe(run_dir: Path) -> tuple[str, list[str]]:
@@ -17,7 +18,7 @@ def describe(run_dir: Path) -> tuple[str, list[str]]:
     lines = [f"Run: {run_dir}", f"Command: {d['train_command']}"]
     commit = d["git_commit"]
     if not d["run_json_readable"]:
-        lines.append(f"NOTE: {run_dir / 'run.json'} is missing or damaged: commit, versions and platform unknown")
+        lines.append(f"NOTE: {run_dir / RUN_JSON} is missing or damaged: commit, versions and platform unknown")
     lines.append(f"Git commit: {commit or 'unknown (not run from a git checkout)'}")
     if d["git_dirty"]:
         lines.append(
@@ -41,7 +42,7 @@ def describe_data(run_dir: Path) -> dict:
     return {
         "run": str(run_dir), "train_command": shlex.join(["ppolab", "train", *args]), "train_args": args,
         "git_commit": meta.get("git_commit"), "git_dirty": dirty,
-        "git_diff": str(run_dir / "git.diff") if dirty else None,
+        "git_diff": str(run_dir / GIT_DIFF) if dirty else None,
         "versions": {k: system[k] for k in ("ppolab", "python", "mujoco", "torch", "numpy") if k in system},
         "platform": system.get("platform"), "cpu_count": system.get("cpu_count"),
         "seed": config.get("seed"), "device": config.get("device"), "run_json_readable": bool(meta),
@@ -50,7 +51,7 @@ def describe_data(run_dir: Path) -> dict:
 
 def _train_args(run_dir: Path) -> list[str]:
     """The `ppolab train` arguments in command.txt, or one line on what is wrong with it."""
-    path = run_dir / "command.txt"
+    path = run_dir / COMMAND
     try:
         args = shlex.split(path.read_text())
     except FileNotFoundError:

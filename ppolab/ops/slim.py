@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.ppo.run_folder import LAST, LOG, METRICS, METRICS_GZ, RunFolder, read_records
 from ppolab.util.files import atomic_write_bytes, atomic_write_text
+from ppolab.util.run_folder import ACTOR, LAST, LOG, METRICS, METRICS_GZ, RUN_JSON, RunFolder, read_records
 
 KEEPS = ("actor", "passing", "events", "log")
 KEEP_HELP = (
@@ -94,7 +94,7 @@ def is_run(path: Path) -> bool:
     if folder.is_ppolabs():
         return True
     try:
-        meta = json.loads((path / "run.json").read_text())
+        meta = json.loads((path / RUN_JSON).read_text())
     except (OSError, ValueError):
         return False
     return isinstance(meta, dict) and isinstance(meta.get("system"), dict) and "ppolab" in meta["system"]
@@ -157,7 +157,7 @@ def slim(path: Path, keep: set[str], dry_run: bool = False, unfinished: bool = F
 
 
 def _kept_checkpoints(folder: RunFolder, keep: set[str]) -> set[str]:
-    names = {"actor.pt"} if "actor" in keep else set()
+    names = {ACTOR} if "actor" in keep else set()
     if "passing" in keep:
         first = folder.records().first_pass()
         if first is not None:

@@ -21,6 +21,7 @@ import torch
 from ppolab.errors import UserError
 from ppolab.util.files import atomic_write_bytes
 from ppolab.util.interrupt import deferred_signals
+from ppolab.util.run_folder import ACTOR
 
 
 def atomic_save(obj: Any, path: Path) -> None:
@@ -52,7 +53,7 @@ def find_actor(path: Path) -> Path:
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
-        path = path / "actor.pt"
+        path = path / ACTOR
         if not path.is_file():
             raise UserError(f"{path}: no such file (is this a run folder with an evaluation yet?)")
     return path
@@ -61,8 +62,8 @@ def find_actor(path: Path) -> Path:
 def describe(path: Path) -> str:
     """The first line eval, export and the checks print: which file, which iteration, and why actor.pt is it."""
     meta = load(path).get("meta", {})
-    why = meta.get("chosen_by") or ("the best evaluation reward" if path.name == "actor.pt" else None)
-    chosen = f"; actor.pt is {why}" if path.name == "actor.pt" and why else ""
+    why = meta.get("chosen_by") or ("the best evaluation reward" if path.name == ACTOR else None)
+    chosen = f"; actor.pt is {why}" if path.name == ACTOR and why else ""
     return f"Policy: {path}, iteration {meta.get('iteration', '?')} (env {meta.get('env', '?')}{chosen})"
 
 

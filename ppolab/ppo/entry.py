@@ -19,7 +19,7 @@ from typing import TextIO
 
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.ppo.config import TrainConfig, flag, validation_message
-from ppolab.ppo.run_folder import LAST, RunFolder
+from ppolab.util.run_folder import LAST, RunFolder
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from pydantic import ValidationError
 from ppolab import __version__
 from ppolab.errors import UserError
 from ppolab.ppo.config import TrainConfig, to_args
-from ppolab.ppo.run_folder import MARKER, TERM_PREFIX, RunFolder, parse_line
 from ppolab.util.files import atomic_write_text, refuse_links
 from ppolab.util.interrupt import deferred_signals
+from ppolab.util.run_folder import COMMAND, CONFIG, GIT_DIFF, MARKER, RUN_JSON, TERM_PREFIX, RunFolder, parse_line
 from ppolab.util.validation import first_problem
 
 if TYPE_CHECKING:
@@ -139,8 +139,8 @@ def system_info() -> dict[str, Any]:
 
 
 def write_run_files(run_dir: Path, cfg: TrainConfig, system: dict[str, Any]) -> None:
-    atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.model_dump(), sort_keys=False))
-    atomic_write_text(run_dir / "command.txt", reproduce_command(cfg) + "\n")
+    atomic_write_text(run_dir / CONFIG, yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+    atomic_write_text(run_dir / COMMAND, reproduce_command(cfg) + "\n")
     commit = _git("rev-parse", "HEAD")
     # the code that ran: ppolab's own source folder, not data a checkout also tracks (a run's files, say)
     diff = _git("diff", "HEAD", "--", str(Path(__file__).resolve().parents[1]))
@@ -152,14 +152,14 @@ def write_run_files(run_dir: Path, cfg: TrainConfig, system: dict[str, Any]) -> 
         "argv": sys.argv,
     }
     if diff:
-        atomic_write_text(run_dir / "git.diff", diff)
-    atomic_write_text(run_dir / "run.json", json.dumps(meta, indent=2) + "\n")
+        atomic_write_text(run_dir / GIT_DIFF, diff)
+    atomic_write_text(run_dir / RUN_JSON, json.dumps(meta, indent=2) + "\n")
 
 
 def read_meta(run_dir: Path) -> dict:
     """run.json as a mapping; empty when it is missing or damaged, since it only describes the run."""
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = json.loads((run_dir / RUN_JSON).read_text())
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}
@@ -167,7 +167,7 @@ def read_meta(run_dir: Path) -> dict:
 
 def record_resume(run_dir: Path, iteration: int) -> None:
     """Append a resume event to run.json: when, at which iteration, with which command line."""
-    path = run_dir / "run.json"
+    path = run_dir / RUN_JSON
     meta = read_meta(run_dir)
     if not isinstance(meta.get("resumed"), list):
         meta["resumed"] = []
@@ -179,7 +179,7 @@ def record_resume(run_dir: Path, iteration: int) -> None:
 
 def read_config(run_dir: Path, who: str = "") -> dict:
     """A run folder's config.yaml as a mapping; `who` (e.g. "--resume") starts any error line."""
-    path = run_dir / "config.yaml"
+    path = run_dir / CONFIG
     who = f"{who}: " if who else ""
     try:
         data = yaml.safe_load(path.read_text())
@@ -198,7 +198,7 @@ def load_config(run_dir: Path) -> TrainConfig:
     """The settings a run was trained with, validated (what --resume continues with). The folder and its
     files are the run's own, not links to somewhere else: a resume writes into them."""
     refuse_links(run_dir, what=" (--resume writes into the run folder)")
-    path = run_dir / "config.yaml"
+    path = run_dir / CONFIG
     data = read_config(run_dir, "--resume")
     try:
         return TrainConfig(**data)

@@ -38,7 +38,6 @@ from ppolab.ppo.policy import (
 )
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
 from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
-from ppolab.ppo.run_folder import TERM_PREFIX, RunFolder
 from ppolab.ppo.sampling import Sampler, make_sampler
 from ppolab.ppo.std_schedule import set_std, std_at
 from ppolab.ppo.storage import RolloutStorage
@@ -46,6 +45,7 @@ from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import FusedUpdate, Hyper, Update, choose_update
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import restore, stop_on_signals
+from ppolab.util.run_folder import LOG, TERM_PREFIX, RunFolder
 from ppolab.util.tables import count
 
 UPDATE_STREAM = 3
@@ -337,7 +337,7 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
         if resume_dir is None:
             write_run_files(run_dir, cfg, system)
             env_config.save(run_dir, env_overrides)
-        log_file = open(run_dir / "train.log", "a")
+        log_file = open(run_dir / LOG, "a")
         console = Console(tee=log_file, out=out)
         sampler.say = console.line  # a replaced Ray worker is reported in the log
         console.header(*header_tables(cfg, system, run_dir, sampler.describe(), device, seed_drawn,

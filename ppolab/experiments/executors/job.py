@@ -25,9 +25,9 @@ from typing import TextIO
 from ppolab.analysis.summary import summarize_run
 from ppolab.errors import UserError
 from ppolab.experiments.plan import TrainCall
-from ppolab.ppo.run_folder import LAST, RunFolder
 from ppolab.util.files import refuse_links
 from ppolab.util.interrupt import deferred_signals
+from ppolab.util.run_folder import LAST, RunFolder
 
 STOP_GRACE_S = 60.0
 

@@ -42,7 +42,7 @@ from ppolab.experiments.machine_lock import hold_machine
 from ppolab.experiments.plan import TrainCall
 from ppolab.experiments.tune.report import never_passed_value, shown
 from ppolab.experiments.tune.search_space import SearchSpace
-from ppolab.ppo.run_folder import RunFolder
+from ppolab.util.run_folder import RunFolder
 from ppolab.util.run_state import RunState
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # ppolab prints its own line per trial

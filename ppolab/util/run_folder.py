@@ -1,5 +1,8 @@
 """A run folder: the one owner of its file names, of reading its metrics, and of finding its checkpoints.
 
+It sits at the bottom (util), below the trainer that writes runs and the analysis that reads them, so that no
+other module spells out a run file's name.
+
 Every reader of a run (the trainer resuming it, analyze, compare, the sweep's status and live view,
 the tuner's pruner) goes through `RunFolder`, so one rule decides which metrics lines are records
 (`is_record`): a line cut off by a crash, damaged, or without the fields readers use is skipped and
@@ -18,7 +21,9 @@ METRICS = "metrics.jsonl"  # one JSON record per iteration, per evaluation and p
 METRICS_GZ = "metrics.jsonl.gz"  # the same records, compressed, in a finished run that `ppolab runs slim` slimmed
 LAST = "last.pt"  # everything --resume needs, rewritten every iteration
 MARKER = ".ppolab-run"  # in every run folder ppolab makes: the only folders it ever moves aside or removes
-CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"
+CONFIG, ENV, LOG = "config.yaml", "env.yaml", "train.log"  # the settings, the env's settings, the console
+RUN_JSON, COMMAND, GIT_DIFF = "run.json", "command.txt", "git.diff"  # provenance: versions, the command, a change
+ACTOR, CRITIC = "actor.pt", "critic.pt"  # the policy a user gets, and its critic
 FINAL = re.compile(r"Training (finished|interrupted at iteration \d+)\. Total time")  # the log's summary line
 TERM_PREFIX = "rewards/"  # an iteration record's reward terms: "rewards/<term>", a mean contribution per env step
 REQUIRED = {  # what every reader uses, by record type
@@ -167,10 +172,10 @@ class RunFolder:
         return sorted(int(n) for n in names if n.isdigit())
 
     def actor(self, iteration: int | None = None) -> Path:
-        return self.path / ("actor.pt" if iteration is None else f"actor_{iteration}.pt")
+        return self.path / (ACTOR if iteration is None else f"actor_{iteration}.pt")
 
     def critic(self, iteration: int | None = None) -> Path:
-        return self.path / ("critic.pt" if iteration is None else f"critic_{iteration}.pt")
+        return self.path / (CRITIC if iteration is None else f"critic_{iteration}.pt")
 
 
 class MetricsTail:
