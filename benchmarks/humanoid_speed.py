@@ -36,8 +36,8 @@ import mujoco
 import numpy as np
 
 from ppolab.envs import make_env
+from ppolab.ppo.checkpoint import load_actor
 from ppolab.ppo.config import TrainConfig
-from ppolab.ppo.playback import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampler import LocalSampler, split_slots
 from ppolab.ppo.trainer import build_networks

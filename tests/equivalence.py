@@ -25,7 +25,7 @@ N_ENVS, STEPS = 3, 100
 
 def _policy(env_name: str):
     """The shipped policy's env config and mean-action function, or (None, None) where none ships."""
-    from ppolab.ppo.playback import load_actor
+    from ppolab.ppo.checkpoint import load_actor
     from ppolab.ppo.policy import sampling_params
     from ppolab.ppo.sampling_policy import SamplingPolicy
 

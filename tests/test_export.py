@@ -10,8 +10,8 @@ import torch
 from conftest import REPO, run_ppolab
 
 from ppolab.envs import make_env
+from ppolab.ppo.checkpoint import load_actor
 from ppolab.ppo.export import max_difference
-from ppolab.ppo.playback import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampling_policy import SamplingPolicy
 

@@ -748,7 +748,7 @@ def test_the_standing_action_holds_the_nominal_pose_against_gravity(name):
 def test_start_standing_makes_the_untrained_policy_hold_the_pose_and_is_refused_where_there_is_none(tmp_path):
     import torch
 
-    from ppolab.ppo.playback import load_actor
+    from ppolab.ppo.checkpoint import load_actor
 
     proc = run_ppolab("train", "--env", "cartpole", "--start-standing", "--logdir", str(tmp_path / "cart"))
     assert proc.returncode == 2 and "--start-standing: cartpole is not a task on a robot file" in proc.stderr

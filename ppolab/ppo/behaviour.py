@@ -44,7 +44,7 @@ import numpy as np
 from ppolab.envs import env_info, make_env
 from ppolab.envs.humanoid import yaw
 from ppolab.envs.walk import FORWARD, IN_PLACE, STANDING
-from ppolab.ppo.playback import load_actor
+from ppolab.ppo.checkpoint import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import CHECK_STREAM, slot_rng
 from ppolab.ppo.sampling_policy import SamplingParams, SamplingPolicy

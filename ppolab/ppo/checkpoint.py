@@ -18,7 +18,9 @@ from typing import Any
 
 import torch
 
+from ppolab.envs import env_config
 from ppolab.errors import UserError
+from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor
 from ppolab.util.files import atomic_write_bytes
 from ppolab.util.interrupt import deferred_signals
 from ppolab.util.run_folder import ACTOR
@@ -70,3 +72,23 @@ def describe(path: Path) -> str:
 def critic_beside(actor_path: Path) -> Path:
     """`actor_100.pt` -> `critic_100.pt`, `actor.pt` -> `critic.pt`."""
     return actor_path.with_name(actor_path.name.replace("actor", "critic", 1))
+
+
+def load_actor(path: Path) -> tuple[Actor, dict]:
+    """Rebuild an actor from `actor*.pt` (state dict + meta), no pickled code involved."""
+    actor_path = find_actor(path)
+    data = load(actor_path)
+    meta = data.get("meta") if isinstance(data, dict) else None
+    if not meta or meta.get("kind") != "actor":
+        raise UserError(f"{actor_path}: not a ppolab actor checkpoint")
+    args = (ObsNormalizer(meta["obs_dim"]), meta["obs_dim"], meta["act_dim"], meta["hidden_sizes"])
+    if meta.get("recurrent"):
+        actor = RecurrentActor(*args, meta["std_dev"], meta["learn_std"])
+    else:
+        actor = Actor(*args, meta["std_dev"], meta["learn_std"], meta.get("activation", "tanh"))
+    actor.load_state_dict(data["state_dict"])
+    if meta.get("env_config") is None and meta.get("env"):  # an actor saved before policies carried it in full
+        meta["env_config"] = env_config.load_saved(actor_path.parent, meta["env"])  # its run's env.yaml, if any
+    elif meta.get("env"):  # settings added to the task since keep the value it was trained with
+        meta["env_config"] = env_config.restore(meta["env"], meta["env_config"])
+    return actor, meta

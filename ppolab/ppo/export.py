@@ -25,7 +25,7 @@ from ppolab import __version__
 from ppolab.envs import make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
-from ppolab.ppo.playback import load_actor
+from ppolab.ppo.checkpoint import load_actor
 from ppolab.util.files import check_output_file, temp_sibling
 
 UNITS = {  # an observation entry's units and where a controller reads it

@@ -20,7 +20,7 @@ from ppolab.envs.imitation import ExpertView, NoExpertView
 from ppolab.envs.robot_task import RobotTask
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
-from ppolab.ppo.playback import load_actor
+from ppolab.ppo.checkpoint import load_actor
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampling_policy import SamplingPolicy
 

@@ -10,33 +10,13 @@ from typing import TextIO
 
 import numpy as np
 
-from ppolab.envs import env_class, env_config, env_info, make_env
+from ppolab.envs import env_class, env_info, make_env
 from ppolab.errors import UserError
 from ppolab.ppo import checkpoint as ckpt
-from ppolab.ppo.policy import Actor, ObsNormalizer, RecurrentActor, sampling_params
+from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.recording import Recorder
 from ppolab.ppo.rollout import evaluate
 from ppolab.util.tables import count
-
-
-def load_actor(path: Path) -> tuple[Actor, dict]:
-    """Rebuild an actor from `actor*.pt` (state dict + meta), no pickled code involved."""
-    actor_path = ckpt.find_actor(path)
-    data = ckpt.load(actor_path)
-    meta = data.get("meta") if isinstance(data, dict) else None
-    if not meta or meta.get("kind") != "actor":
-        raise UserError(f"{actor_path}: not a ppolab actor checkpoint")
-    args = (ObsNormalizer(meta["obs_dim"]), meta["obs_dim"], meta["act_dim"], meta["hidden_sizes"])
-    if meta.get("recurrent"):
-        actor = RecurrentActor(*args, meta["std_dev"], meta["learn_std"])
-    else:
-        actor = Actor(*args, meta["std_dev"], meta["learn_std"], meta.get("activation", "tanh"))
-    actor.load_state_dict(data["state_dict"])
-    if meta.get("env_config") is None and meta.get("env"):  # an actor saved before policies carried it in full
-        meta["env_config"] = env_config.load_saved(actor_path.parent, meta["env"])  # its run's env.yaml, if any
-    elif meta.get("env"):  # settings added to the task since keep the value it was trained with
-        meta["env_config"] = env_config.restore(meta["env"], meta["env_config"])
-    return actor, meta
 
 
 @dataclass(frozen=True)
@@ -84,7 +64,7 @@ def play(
     scored (one simulation). `seconds`, if given, sets the horizon in simulated time (LHW's --ep-len)."""
     out.write(ckpt.describe(ckpt.find_actor(path)) + "\n")  # first: which file and iteration is played
     out.flush()
-    actor, meta = load_actor(path)
+    actor, meta = ckpt.load_actor(path)
     params = sampling_params(actor)
     overrides = command.overrides(meta["env"], meta.get("env_config"))
     if (video or filmstrip) and "visuals" in env_class(meta["env"], overrides).Config.model_fields:
