@@ -8,7 +8,7 @@ show the result.
 
     python benchmarks/humanoid_learning.py --env h1_walk [--n-itr 1500] [--seed 1] [--logdir DIR]
 
-Then the behaviour checks (ppolab/ppo/behaviour.py), since a policy can earn much of the
+Then the behaviour checks (ppolab/evaluation/behaviour.py), since a policy can earn much of the
 walking reward standing: a walker (NAME_walk) walks, walks straight at three speeds for 30 s,
 stands and turns in place; a stepper (NAME_step) takes every plan type's footsteps; h1 stands 10 s
 under pushes. `--check PATH` runs only the checks on a policy (a run folder or pretrained/ENV);
@@ -203,7 +203,7 @@ def warm_start(walk_actor: Path, out: Path) -> Path:
 def checks(env: str, path: Path, gate: bool = False) -> dict:
     """The behaviour checks of the env's policy at `path` (a run folder, a pretrained folder or an actor file);
     `gate`: stop at the first check that cannot pass."""
-    from ppolab.ppo import behaviour
+    from ppolab.evaluation import behaviour
 
     return behaviour.checks(env, path, gate=gate)
 

@@ -37,10 +37,10 @@ import numpy as np
 
 from ppolab.envs import make_env
 from ppolab.ppo.checkpoint import load_actor
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
-from ppolab.ppo.sampler import LocalSampler, split_slots
-from ppolab.ppo.trainer import build_networks
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.sampler import LocalSampler, split_slots
+from ppolab.runner.trainer import build_networks
 from ppolab.util.files import atomic_write_text, output_file
 from ppolab.util.system import available_cores
 

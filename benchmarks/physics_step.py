@@ -26,7 +26,7 @@ import numpy as np
 
 from ppolab.envs.humanoid import yaw
 from ppolab.envs.walk import FORWARD
-from ppolab.ppo.behaviour import Subject, _start, checks, flat_figures
+from ppolab.evaluation.behaviour import Subject, _start, checks, flat_figures
 
 PRETRAINED = Path(__file__).parent.parent / "pretrained"
 SECONDS, SPEED, ENVS = 10.0, 0.3, 8

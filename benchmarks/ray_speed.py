@@ -19,10 +19,10 @@ import time
 from humanoid_speed import best_time
 
 from ppolab.envs import make_env
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
-from ppolab.ppo.sampler import LocalSampler
-from ppolab.ppo.trainer import build_networks
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.sampler import LocalSampler
+from ppolab.runner.trainer import build_networks
 from ppolab.util.files import atomic_write_text, output_file
 
 
@@ -37,7 +37,7 @@ def main() -> None:
 
     import ray
 
-    from ppolab.ppo.ray_sampler import RaySampler
+    from ppolab.runner.ray_sampler import RaySampler
 
     os.environ.pop("RAY_ADDRESS", None)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")

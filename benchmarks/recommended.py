@@ -1,7 +1,7 @@
 """The recommended cartpole configuration (README), shared by the benchmarks: the learning bar's settings."""
 
-from ppolab.ppo.config import TrainConfig, flag
-from ppolab.ppo.presets import PRESETS
+from ppolab.runner.config import TrainConfig, flag
+from ppolab.runner.presets import PRESETS
 
 # the cartpole preset is the recommended configuration; the benchmarks set n_itr and eval_freq themselves
 SETTINGS = {"env": "cartpole", **{k: v for k, v in PRESETS["cartpole"].items() if k not in ("n_itr", "eval_freq")}}

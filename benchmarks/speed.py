@@ -26,14 +26,14 @@ import torch
 
 from ppolab.envs import make_env
 from ppolab.ppo.adam import FlatAdam
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import Trajectories, collect
-from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import RolloutStorage
-from ppolab.ppo.trainer import build_networks, hyper
 from ppolab.ppo.update import choose_update
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.sampler import LocalSampler
+from ppolab.runner.trainer import build_networks, hyper
 from ppolab.util.files import atomic_write_text, output_file
 from ppolab.util.system import available_cores
 

@@ -44,7 +44,7 @@ def _preload() -> None:
     import torch.utils.tensorboard  # noqa: F401
 
     import ppolab.cli  # noqa: F401
-    import ppolab.ppo.trainer  # noqa: F401
+    import ppolab.runner.trainer  # noqa: F401
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import REPO
 
-from ppolab.ppo.console import TABLE_ROWS
+from ppolab.runner.console import TABLE_ROWS
 
 ITER_BLOCK = [
     r"\*{10} Iteration (\d+) \*{12}",

@@ -10,8 +10,8 @@ import torch
 from conftest import REPO, run_ppolab
 
 from ppolab.envs import make_env
+from ppolab.evaluation.export import max_difference
 from ppolab.ppo.checkpoint import load_actor
-from ppolab.ppo.export import max_difference
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.sampling_policy import SamplingPolicy
 
@@ -96,8 +96,8 @@ def test_an_lstm_policy_exports_with_its_state_and_gives_ppolab_s_actions_step_b
     """An LSTM actor (two layers of different widths) over 1,000 successive observations: onnxruntime, fed back
     its own state, and ppolab's worker policy agree within 1e-5 at every step."""
     from ppolab.ppo import checkpoint as ckpt
-    from ppolab.ppo.config import TrainConfig
-    from ppolab.ppo.trainer import build_networks, policy_meta
+    from ppolab.runner.config import TrainConfig
+    from ppolab.runner.trainer import build_networks, policy_meta
 
     cfg = TrainConfig(env="jvrc_walk", recurrent=True, hidden_sizes=[32, 16])
     env = make_env("jvrc_walk", 1)

@@ -508,8 +508,8 @@ def test_a_robot_commanded_straight_is_told_to_turn_back_when_its_heading_drifts
 
 
 def test_each_env_trains_with_its_preset_unless_a_flag_says_otherwise():
-    from ppolab.ppo.config import TrainConfig
-    from ppolab.ppo.presets import preset
+    from ppolab.runner.config import TrainConfig
+    from ppolab.runner.presets import preset
 
     walk = TrainConfig(env="jvrc_walk")
     assert (walk.hidden_sizes, walk.activation, walk.minibatch_size, walk.lr) == ([256, 256], "relu", 64, 1e-4)

@@ -10,14 +10,14 @@ from conftest import REPO, only_run_dir, read_metrics, run_ppolab
 
 from ppolab.envs import make_env
 from ppolab.ppo.adam import FlatAdam
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.imitation import Expert
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import RolloutStorage
-from ppolab.ppo.trainer import build_networks, hyper
 from ppolab.ppo.update import choose_update
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.trainer import build_networks, hyper
 
 WALKER = REPO / "pretrained" / "jvrc_walk"
 

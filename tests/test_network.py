@@ -10,9 +10,9 @@ import torch
 from test_update import one_update
 
 from ppolab.ppo import network
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
 from ppolab.ppo.sampling_policy import SamplingPolicy
+from ppolab.runner.config import TrainConfig
 
 
 @pytest.mark.parametrize("activation", list(network.ACTIVATIONS))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_ppolab
 
-from ppolab.ppo import behaviour
+from ppolab.evaluation import behaviour
 
 PRETRAINED = REPO / "pretrained"
 SHIPPED = sorted(p.name for p in PRETRAINED.iterdir() if p.is_dir())

@@ -8,12 +8,12 @@ import torch
 from conftest import TINY, read_metrics, run_ppolab, without_timings
 
 from ppolab.envs import make_env
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.policy import sampling_params
 from ppolab.ppo.rollout import collect
 from ppolab.ppo.sampling_policy import SamplingPolicy
 from ppolab.ppo.storage import Segments, old_outputs
-from ppolab.ppo.trainer import build_networks
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.trainer import build_networks
 
 
 def recurrent_nets(env, hidden=(16, 12)):

@@ -138,7 +138,7 @@ def test_an_interrupt_during_a_checkpoint_write_waits_for_the_write(tmp_path):
 INTERRUPT_EVERY_LINE = """
 import signal, sys
 from pathlib import Path
-from ppolab.ppo.run_files import MetricsLog
+from ppolab.runner.run_files import MetricsLog
 
 log = MetricsLog(Path(sys.argv[1]))
 keys = ("mean_eprew", "mean_eplen", "noise_std", "fps", "actor_loss", "critic_loss", "mirror_loss", "kl",

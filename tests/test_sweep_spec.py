@@ -199,7 +199,7 @@ def test_the_example_sweep_runs_what_its_file_says_presets_notwithstanding():
     learn_std: false is not overridden by the cartpole preset (which learns the std)."""
     from ppolab.cli.main import make_parser
     from ppolab.experiments.plan import load_plan
-    from ppolab.ppo.config import TrainConfig
+    from ppolab.runner.config import TrainConfig
 
     _, planned = load_plan(REPO / "experiments" / "sweeps" / "example")
     assert len(planned) == 6

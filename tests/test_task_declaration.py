@@ -56,7 +56,7 @@ class ToyTask(RobotTask):
 
 def upright(subject, gate: bool = False) -> dict:
     """The toy task's one check: a second under the policy's mean action, every env still up."""
-    from ppolab.ppo.behaviour import _run, _start, _verdict
+    from ppolab.evaluation.behaviour import _run, _start, _verdict
 
     env, actor = _start(subject, 2)
     alive, _ = _run(env, actor, round(1.0 / env.cfg.control_dt), gate=gate)
@@ -65,7 +65,7 @@ def upright(subject, gate: bool = False) -> dict:
 
 @pytest.fixture(scope="module")
 def toy():
-    from ppolab.ppo.behaviour import register_check
+    from ppolab.evaluation.behaviour import register_check
 
     register_task(ToyTask)
     register_check("upright", upright)
@@ -81,8 +81,8 @@ def test_a_registered_task_runs_on_every_robot_file_with_what_it_declares(toy, t
     assert env.rewards.names == ("alive", "still") and np.allclose(env.rewards.terms.sum(axis=1), reward)
     assert ENVS["g1_toy"].info.checks == ("upright",) and ENVS["g1_toy"].name == "g1_toy"
 
-    from ppolab.ppo.config import TrainConfig
-    from ppolab.ppo.presets import PRESET_FIELDS
+    from ppolab.runner.config import TrainConfig
+    from ppolab.runner.presets import PRESET_FIELDS
 
     assert TrainConfig(env="jvrc_toy").n_itr == 7  # its preset
     assert set(toy.info.preset) <= PRESET_FIELDS
@@ -95,8 +95,8 @@ def test_a_registered_task_runs_on_every_robot_file_with_what_it_declares(toy, t
 
 
 def test_a_registered_task_trains_logs_its_terms_and_is_checked(toy, tmp_path):
-    from ppolab.ppo.behaviour import checks_of
-    from ppolab.ppo.entry import TrainRequest, run
+    from ppolab.evaluation.behaviour import checks_of
+    from ppolab.runner.entry import TrainRequest, run
 
     assert list(checks_of("jvrc_toy")) == ["upright"]
     config = {"env": "jvrc_toy", "n_itr": 2, "num_procs": 2, "hidden_sizes": [32, 32], "check_every": 1,

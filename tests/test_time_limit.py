@@ -33,7 +33,7 @@ def test_a_run_ends_when_its_time_is_up_and_a_resume_may_give_it_more(tmp_path):
 
 def test_the_time_left_is_whichever_budget_ends_the_run_first():
     from ppolab.experiments.display import sweep_line
-    from ppolab.ppo.config import seconds_left
+    from ppolab.runner.config import seconds_left
     from ppolab.util.run_state import RunState
 
     assert seconds_left(2.0, 10, 100, 20.0, None) == 180.0  # 90 iterations at 2 s

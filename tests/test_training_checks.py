@@ -82,7 +82,7 @@ def test_a_sweep_shows_each_run_s_latest_checks_in_a_few_words():
 
 def test_a_gated_round_stops_a_falling_policy_at_its_first_fall_and_agrees_with_the_full_check():
     from ppolab.envs import make_env
-    from ppolab.ppo import behaviour
+    from ppolab.evaluation import behaviour
     from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
 
     probe = make_env("jvrc_walk", 1)

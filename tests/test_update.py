@@ -11,13 +11,13 @@ import torch
 
 from ppolab.envs import make_env
 from ppolab.ppo.adam import FlatAdam
-from ppolab.ppo.config import TrainConfig
 from ppolab.ppo.critic_process import CriticProcess
 from ppolab.ppo.loss import LossSettings
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.storage import RolloutStorage
-from ppolab.ppo.trainer import build_networks, hyper, mirror_action_maps
 from ppolab.ppo.update import FusedUpdate, choose_update
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.trainer import build_networks, hyper, mirror_action_maps
 
 
 def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajectories:

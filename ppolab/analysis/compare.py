@@ -55,8 +55,8 @@ from ppolab.analysis.time_to_pass import (
     solve_rate,
 )
 from ppolab.errors import UserError
-from ppolab.ppo.config import TrainConfig
-from ppolab.ppo.run_files import read_config
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.run_files import read_config
 from ppolab.util import tables
 from ppolab.util.run_folder import CONFIG, RunFolder
 from ppolab.util.run_state import RunState

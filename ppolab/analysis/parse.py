@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.ppo.console import TABLE_ROWS
+from ppolab.runner.console import TABLE_ROWS
 from ppolab.util.run_folder import CONFIG, LOG, RunFolder, read_records
 
 LABELS = dict(TABLE_ROWS)  # the console table's labels (LearningHumanoidWalking's) -> metric keys

@@ -11,8 +11,8 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from ppolab.errors import UserError, one_line
-from ppolab.ppo.config import TrainConfig, flag, validation_message
-from ppolab.ppo.presets import preset_fields
+from ppolab.runner.config import TrainConfig, flag, validation_message
+from ppolab.runner.presets import preset_fields
 from ppolab.util import strict_json
 
 

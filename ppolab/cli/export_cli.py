@@ -27,8 +27,8 @@ def run_export(ns: argparse.Namespace) -> int:
     for flag, name, suffix in (("--onnx", ns.onnx, ".onnx"), ("--torchscript", ns.torchscript, ".pt")):
         if name:  # before torch is loaded: a mistake costs a moment (export checks them again, for its callers)
             check_output_file(flag, name, suffix)
+    from ppolab.evaluation.export import export
     from ppolab.ppo import checkpoint as ckpt
-    from ppolab.ppo.export import export
 
     print(ckpt.describe(ckpt.find_actor(Path(ns.path))), flush=True)  # which file and iteration is exported
     for path in export(Path(ns.path), onnx=ns.onnx, torchscript=ns.torchscript):

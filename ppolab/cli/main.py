@@ -17,7 +17,7 @@ from ppolab.cli.args import Parser, add_model_flags, build, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
-from ppolab.ppo.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
+from ppolab.runner.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
 from ppolab.util.run_folder import ACTOR
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
@@ -261,7 +261,7 @@ def make_parser() -> Parser:
 def run_train(ns: argparse.Namespace) -> int:
     """Every check and the training itself are ppo.entry's (a sweep's jobs go the same way); here only the
     flags are gathered and the machine lock is offered."""
-    from ppolab.ppo.entry import TrainRequest, run
+    from ppolab.runner.entry import TrainRequest, run
 
     given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
     req = TrainRequest(config=given, resume=Path(ns.resume) if ns.resume else None, sampler_procs=ns.sampler_procs,
@@ -309,10 +309,10 @@ def run_eval(ns: argparse.Namespace) -> int:
     if ns.filmstrip:
         check_output_file("--filmstrip", ns.filmstrip, ".png", "a PNG image", make_folders=True)
     path = _policy_path(ns)
-    from ppolab.ppo.entry import check_policy_file
+    from ppolab.runner.entry import check_policy_file
 
     check_policy_file(path[0], path[1])
-    from ppolab.ppo.playback import Command, play, video_in
+    from ppolab.evaluation.playback import Command, play, video_in
 
     video = str(video_in(Path(ns.out_dir), path[1])) if ns.out_dir else ns.video
     if ns.out_dir:
@@ -325,7 +325,7 @@ def run_eval(ns: argparse.Namespace) -> int:
 
 def _policy_path(ns: argparse.Namespace) -> tuple[str, Path]:
     """The flag and the policy it names: --path (a folder of runs: its latest, said so), or --logdir's latest."""
-    from ppolab.ppo.run_files import latest_run
+    from ppolab.runner.run_files import latest_run
 
     if ns.policy and ns.path:
         raise UserError(f"{ns.policy} and --path both name the policy; keep one")
@@ -473,7 +473,7 @@ def run_compare(ns: argparse.Namespace) -> int:
 
 def run_envs(ns: argparse.Namespace) -> int:
     from ppolab.envs import make_env
-    from ppolab.ppo.presets import preset
+    from ppolab.runner.presets import preset
 
     for name in sorted(ENVS):
         cls = ENVS[name]

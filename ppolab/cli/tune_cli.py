@@ -8,7 +8,7 @@ from pathlib import Path
 from ppolab.cli.args import add_model_flags, build
 from ppolab.envs import ENVS
 from ppolab.errors import UserError
-from ppolab.ppo.config import TrainConfig
+from ppolab.runner.config import TrainConfig
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TUNE_HELP = """Search `ppolab train` flags with Optuna. Each trial trains once per seed (and per

@@ -22,11 +22,11 @@ class TaskInfo:
     never the env's name.
 
     - `kind`: the task's name (walk, stand, step on a robot file; h1, cartpole).
-    - `checks`: its behaviour checks by name, cheapest first (`ppo/behaviour.CHECKS` holds them); none: no checks.
+    - `checks`: its behaviour checks by name, cheapest first (`evaluation/behaviour.CHECKS`); none: no checks.
     - `modes`: the modes of its velocity command (`eval --mode`, the export contract's `modes`); the env then is
       a `Walker` (`set_command`).
     - `plans`: the kinds of footstep plan it follows (`eval --plan`), set by the `plan_probs` setting.
-    - `preset`: the training settings recommended for it (`ppo/presets.py` adds an env's own on top).
+    - `preset`: the training settings recommended for it (`runner/presets.py` adds an env's own on top).
     - `clock`: it observes a gait clock (`period` control steps a cycle), which the export contract describes.
     - `servos`: a robot on position servos built from a robot file (`robot`, `layout`, `batch`): the export
       contract gives its joints, gains and action meaning.

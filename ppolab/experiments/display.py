@@ -13,7 +13,7 @@ from pathlib import Path
 from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import RESULTS_FILE, STATE_FILE, SweepState
-from ppolab.ppo.config import seconds_left
+from ppolab.runner.config import seconds_left
 from ppolab.util.run_folder import Records, RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table

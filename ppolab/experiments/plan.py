@@ -15,7 +15,7 @@ from typing import Any
 
 from ppolab.errors import UserError
 from ppolab.experiments.spec import NAME, SweepSpec, load_sweep, sweep_name
-from ppolab.ppo.config import TrainConfig, to_args
+from ppolab.runner.config import TrainConfig, to_args
 from ppolab.util.tables import table
 
 RUNS_DIR = "runs"

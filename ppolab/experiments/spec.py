@@ -29,7 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ppolab.errors import UserError
-from ppolab.ppo.config import RUN_NAME, TrainConfig
+from ppolab.runner.config import RUN_NAME, TrainConfig
 from ppolab.util import yaml_file
 from ppolab.util.seeds import MAX_SEED, parse_seeds
 from ppolab.util.validation import did_you_mean, first_problem

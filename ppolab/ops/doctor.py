@@ -44,7 +44,7 @@ def _ray_cluster() -> str:
     address = os.environ.get("RAY_ADDRESS") or ""
     if not address:
         return f"{_version('ray')}; RAY_ADDRESS unset: the local backend"
-    from ppolab.ppo.ray_sampler import check_address
+    from ppolab.runner.ray_sampler import check_address
 
     try:
         check_address()

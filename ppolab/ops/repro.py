@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ppolab.errors import UserError
-from ppolab.ppo.run_files import read_config, read_meta
+from ppolab.runner.run_files import read_config, read_meta
 from ppolab.util.run_folder import COMMAND, GIT_DIFF, RUN_JSON
 
 

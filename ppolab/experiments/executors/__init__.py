@@ -54,7 +54,7 @@ class Ray:
     name, how = "ray", "on the Ray cluster"
 
     def check(self, opts: LaunchOptions) -> None:
-        from ppolab.ppo.ray_sampler import check_address
+        from ppolab.runner.ray_sampler import check_address
 
         if opts.workers > 1:
             raise UserError("--workers is for the local executor; on Ray, the runs' resources decide how many run "

@@ -34,7 +34,7 @@ STOP_GRACE_S = 60.0
 
 def run_training(call: TrainCall) -> int:
     """A job's training: the CLI's own entry point (ppo.entry), without the machine lock (the runner holds it)."""
-    from ppolab.ppo.entry import TrainRequest, run
+    from ppolab.runner.entry import TrainRequest, run
 
     return run(TrainRequest(config=call.config, resume=call.resume))
 
@@ -66,7 +66,7 @@ def _preload_trainer() -> None:
     with deferred_signals():
         import torch.utils.tensorboard  # noqa: F401
 
-        import ppolab.ppo.trainer  # noqa: F401
+        import ppolab.runner.trainer  # noqa: F401
 
 
 class Job:

@@ -46,7 +46,7 @@ def run_sweep_on_ray(
     """Submit every run that is not done; follow them to the end. 0 all done, 1 some not, 130 interrupted."""
     import ray
 
-    from ppolab.ppo.ray_sampler import connect
+    from ppolab.runner.ray_sampler import connect
 
     cluster = connect()
     sweep = _RaySweep(sweep_dir.resolve(), sweep_name, planned, out)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ppolab.errors import UserError
 from ppolab.experiments.spec import NOT_IN_SWEEPS, Locator, closest, read_yaml
-from ppolab.ppo.config import TrainConfig
+from ppolab.runner.config import TrainConfig
 from ppolab.util.validation import first_problem
 
 NOT_SEARCHED = NOT_IN_SWEEPS | {"env", "seed"}  # tune sets these per run (--env/--env-ids, --seed/--seeds)

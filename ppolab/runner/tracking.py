@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ppolab.ppo.config import TrainConfig
+from ppolab.runner.config import TrainConfig
 
 ID_FILE = "wandb-id.txt"
 INIT_TIMEOUT_S = 30

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
-from ppolab.ppo.config import TrainConfig, flag, validation_message
+from ppolab.runner.config import TrainConfig, flag, validation_message
 from ppolab.util.run_folder import LAST, RunFolder
 
 
@@ -57,7 +57,7 @@ BUDGET = ("n_itr", "time_limit")  # what a resumed run may change: how long it g
 
 
 def _resumed(run_dir: Path, given: dict) -> TrainConfig:
-    from ppolab.ppo.run_files import latest_run, load_config
+    from ppolab.runner.run_files import latest_run, load_config
 
     extra = sorted(set(given) - set(BUDGET))
     if extra:
@@ -114,10 +114,10 @@ def check_policy_file(option: str, path: Path) -> None:
 
 
 def _check_backend(backend: str) -> None:
-    from ppolab.ppo.sampling import resolve_backend
+    from ppolab.runner.sampling import resolve_backend
 
     if resolve_backend(backend) == "ray":
-        from ppolab.ppo.ray_sampler import check_address
+        from ppolab.runner.ray_sampler import check_address
 
         check_address()  # before a run folder exists
 
@@ -130,7 +130,7 @@ def run(
     """Check, hold `lock` (the CLI's machine lock; a job's is held by its runner), train: the exit code."""
     try:
         cfg, resume_dir = checked(req)
-        from ppolab.ppo.trainer import train  # torch: after the checks, so that a mistake is told at once
+        from ppolab.runner.trainer import train  # torch: after the checks, so that a mistake is told at once
 
         with lock(cfg, resume_dir) if lock is not None else nullcontext():
             _, completed = train(cfg, resume_dir=resume_dir, sampler_procs=req.sampler_procs, backend=req.backend)

@@ -1,6 +1,6 @@
 """Every training hyperparameter, once: the schema, the defaults, the `--help` text and the checks.
 
-The defaults below apply where the env's preset (`ppo/presets.py`) says nothing.
+The defaults below apply where the env's preset (`runner/presets.py`) says nothing.
 
 `ppolab train`'s flags are generated from `TrainConfig` (field `n_itr` is flag
 `--n-itr`), so the CLI, `config.yaml` in a run folder and a sweep's `defaults`
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ppolab.envs import ENVS, env_names, unknown_env
 from ppolab.ppo.lr_schedule import Schedule
 from ppolab.ppo.network import ActivationName
-from ppolab.ppo.presets import with_preset
+from ppolab.runner.presets import with_preset
 from ppolab.util.validation import first_problem
 
 MAX_BATCH = 50_000_000  # samples an iteration: GBs of rollout storage; more is a typo, not a plan

@@ -12,9 +12,9 @@ import numpy as np
 
 from ppolab.envs import env_class, env_info, make_env
 from ppolab.errors import UserError
+from ppolab.evaluation.recording import Recorder
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import sampling_params
-from ppolab.ppo.recording import Recorder
 from ppolab.ppo.rollout import evaluate
 from ppolab.util.tables import count
 

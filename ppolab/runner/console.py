@@ -23,7 +23,7 @@ import math
 import sys
 from typing import TextIO
 
-from ppolab.ppo.config import seconds_left
+from ppolab.runner.config import seconds_left
 
 TABLE_ROWS = [
     ("Mean Eprew", "mean_eprew"),

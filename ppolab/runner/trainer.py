@@ -19,11 +19,9 @@ import torch
 from ppolab.envs import env_config, make_env
 from ppolab.envs.protocol import BatchEnv, Standing
 from ppolab.errors import NoSpace, UserError
-from ppolab.ppo import checking, fused_step
 from ppolab.ppo import checkpoint as ckpt
+from ppolab.ppo import fused_step
 from ppolab.ppo.adam import FlatAdam
-from ppolab.ppo.config import TrainConfig
-from ppolab.ppo.console import Console
 from ppolab.ppo.critic_process import CriticProcess
 from ppolab.ppo.imitation import Expert
 from ppolab.ppo.loss import LossSettings, MirrorMaps, mirror_maps
@@ -37,12 +35,15 @@ from ppolab.ppo.policy import (
     sampling_params,
 )
 from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
-from ppolab.ppo.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
-from ppolab.ppo.sampling import Sampler, make_sampler
 from ppolab.ppo.std_schedule import set_std, std_at
 from ppolab.ppo.storage import RolloutStorage
-from ppolab.ppo.tracking import Tracker
 from ppolab.ppo.update import FusedUpdate, Hyper, Update, choose_update
+from ppolab.runner import checking
+from ppolab.runner.config import TrainConfig
+from ppolab.runner.console import Console
+from ppolab.runner.run_files import MetricsLog, create_run_dir, record_resume, system_info, write_run_files
+from ppolab.runner.sampling import Sampler, make_sampler
+from ppolab.runner.tracking import Tracker
 from ppolab.util.files import remove_stale_temps
 from ppolab.util.interrupt import restore, stop_on_signals
 from ppolab.util.run_folder import LOG, TERM_PREFIX, RunFolder

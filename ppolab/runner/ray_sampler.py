@@ -21,8 +21,8 @@ from collections.abc import Callable
 from ppolab.envs import make_env
 from ppolab.errors import UserError
 from ppolab.ppo.rollout import Episodes, Trajectories, collect
-from ppolab.ppo.sampler import one_blas_thread, split_slots
 from ppolab.ppo.sampling_policy import SamplingParams
+from ppolab.runner.sampler import one_blas_thread, split_slots
 
 READY_TIMEOUT_S = 120.0
 REPLACEMENTS_PER_ITERATION = 3

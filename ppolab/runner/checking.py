@@ -1,7 +1,7 @@
 """Behaviour checks as a training metric (`ppolab train --check-every N [--stop-on-pass]`).
 
 Every N iterations, and at the last, the trainer's actor is checked in memory by the env's behaviour checks
-(ppolab/ppo/behaviour.py) between two iterations: the same checks, start states and horizons as
+(ppolab/evaluation/behaviour.py) between two iterations: the same checks, start states and horizons as
 `benchmarks/humanoid_learning.py --check`, on their own random stream, so the training itself (its samples,
 updates and metrics) is the same with checks or without. A round is gated, cheapest check first, and ends
 at its first failure: a policy that still falls pays one 10 s walk, and only a policy that walks, stands and
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ppolab.ppo.behaviour import Subject, all_passed, checks, checks_of, flat_figures
+from ppolab.evaluation.behaviour import Subject, all_passed, checks, checks_of, flat_figures
 from ppolab.ppo.sampling_policy import SamplingParams
 
 

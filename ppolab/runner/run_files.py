@@ -30,14 +30,14 @@ from pydantic import ValidationError
 
 from ppolab import __version__
 from ppolab.errors import UserError
-from ppolab.ppo.config import TrainConfig, to_args
+from ppolab.runner.config import TrainConfig, to_args
 from ppolab.util.files import atomic_write_text, refuse_links
 from ppolab.util.interrupt import deferred_signals
 from ppolab.util.run_folder import COMMAND, CONFIG, GIT_DIFF, MARKER, RUN_JSON, TERM_PREFIX, RunFolder, parse_line
 from ppolab.util.validation import first_problem
 
 if TYPE_CHECKING:
-    from ppolab.ppo.tracking import Tracker
+    from ppolab.runner.tracking import Tracker
 
 
 def create_run_dir(cfg: TrainConfig) -> Path:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ppolab.ppo.rollout import Trajectories
-from ppolab.ppo.sampler import LocalSampler
 from ppolab.ppo.sampling_policy import SamplingParams
+from ppolab.runner.sampler import LocalSampler
 
 
 class Sampler(Protocol):
@@ -41,7 +41,7 @@ def make_sampler(
 ) -> Sampler:
     """The sampler of `backend` ("local" or "ray"); both give the same trajectories for a seed."""
     if resolve_backend(backend) == "ray":
-        from ppolab.ppo.ray_sampler import RaySampler
+        from ppolab.runner.ray_sampler import RaySampler
 
         return RaySampler(env_name, total_slots, procs, overrides, say)
     return LocalSampler(env_name, total_slots, procs, overrides, say)

@@ -1,0 +1,1 @@
+"""A trained policy at work: the behaviour checks, playback (`ppolab eval`), videos, and export for a robot."""
