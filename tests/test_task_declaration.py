@@ -101,7 +101,7 @@ def test_a_registered_task_trains_logs_its_terms_and_is_checked(toy, tmp_path):
     assert list(checks_of("jvrc_toy")) == ["upright"]
     config = {"env": "jvrc_toy", "n_itr": 2, "num_procs": 2, "hidden_sizes": [32, 32], "check_every": 1,
               "logdir": str(tmp_path), "seed": 3}  # fmt: skip
-    assert run(TrainRequest(config=config, sampler_procs=1)) == 0
+    assert run(TrainRequest.of(config, sampler_procs=1)) == 0
     run_dir = next(tmp_path.iterdir())
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     iterations = [r for r in records if r["type"] == "iteration"]

@@ -264,8 +264,12 @@ def run_train(ns: argparse.Namespace) -> int:
     from ppolab.runner.entry import TrainRequest, run
 
     given = {k: v for k, v in vars(ns).items() if k in TrainConfig.model_fields}
-    req = TrainRequest(config=given, resume=Path(ns.resume) if ns.resume else None, sampler_procs=ns.sampler_procs,
-                       backend=ns.backend)  # fmt: skip
+    try:
+        req = TrainRequest.of(given, resume=Path(ns.resume) if ns.resume else None, sampler_procs=ns.sampler_procs,
+                              backend=ns.backend)  # fmt: skip
+    except UserError as exc:
+        print(f"ppolab train: error: {one_line(exc)}", file=sys.stderr)
+        return 2
     return run(req, lock=None if ns.no_lock else _machine_lock)
 
 

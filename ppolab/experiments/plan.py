@@ -16,6 +16,7 @@ from typing import Any
 from ppolab.errors import UserError
 from ppolab.experiments.spec import NAME, SweepSpec, load_sweep, sweep_name
 from ppolab.runner.config import TrainConfig, to_args
+from ppolab.runner.entry import settings
 from ppolab.util.tables import table
 
 RUNS_DIR = "runs"
@@ -24,23 +25,27 @@ LOGS_DIR = "logs"
 
 @dataclass(frozen=True)
 class TrainCall:
-    """One training: `config` (TrainConfig fields, logdir and run_name included) or a run folder to resume."""
+    """One training: `config`, a new run's settings validated once, when the call is made (`fresh`), with
+    `given`, the names of the settings the sweep gave (its command line shows those); or a run folder to resume."""
 
-    config: dict[str, Any] | None = None
+    config: TrainConfig | None = None
+    given: tuple[str, ...] = ()
     resume: Path | None = None
 
     @classmethod
     def fresh(cls, config: dict[str, Any], logdir: str | Path, run_name: str) -> TrainCall:
-        """A new run named `run_name` under `logdir`, whatever folder `config` named."""
+        """A new run named `run_name` under `logdir`, whatever folder `config` named; a UserError names a
+        setting that cannot be."""
         rest = {k: v for k, v in config.items() if k not in ("logdir", "run_name")}
-        return cls({**rest, "logdir": str(logdir), "run_name": run_name})
+        values = {**rest, "logdir": str(logdir), "run_name": run_name}
+        return cls(settings(values), tuple(values))
 
     @property
     def argv(self) -> list[str]:
         """The same training as a `ppolab train` command line: shown in logs, exec'd on Ray workers."""
-        if self.resume is not None:
+        if self.resume is not None or self.config is None:
             return ["ppolab", "train", "--resume", str(self.resume)]
-        return ["ppolab", "train", *(a for name, value in (self.config or {}).items() for a in to_args(name, value))]
+        return ["ppolab", "train", *(a for name in self.given for a in to_args(name, getattr(self.config, name)))]
 
 
 @dataclass

@@ -13,9 +13,9 @@ import errno
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.runner.config import TrainConfig, flag, validation_message
@@ -24,21 +24,30 @@ from ppolab.util.run_folder import LAST, RunFolder
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """What to train: `config` (the settings given, as TrainConfig fields) or `resume` (a run folder)."""
+    """What to train: `config`, validated once where the request is made (`TrainRequest.of`, `settings`), or
+    `resume`, a run folder, with `budget`: a new n_itr or time_limit."""
 
-    config: dict | None = None
+    config: TrainConfig | None = None
     resume: Path | None = None
+    budget: dict[str, int | float] = field(default_factory=dict)
     sampler_procs: int | None = None
     backend: str = "auto"
 
+    @classmethod
+    def of(cls, given: dict[str, Any], resume: Path | None = None, **kwargs: Any) -> TrainRequest:
+        """From the flags given (the CLI's): the settings checked now; a mistake is a UserError naming the flag."""
+        if resume is None:
+            return cls(config=settings(given), **kwargs)
+        extra = sorted(set(given) - set(BUDGET))
+        if extra:
+            raise UserError(f"--resume continues a run with its saved configuration; drop {flag(extra[0])} "
+                            "(only --n-itr and --time-limit may change)")  # fmt: skip
+        return cls(resume=Path(resume), budget=dict(given), **kwargs)
 
-def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
-    """The run's settings and the folder it resumes, every rule checked; a UserError names what is wrong."""
-    if req.sampler_procs is not None and req.sampler_procs < 1:
-        raise UserError("--sampler-procs: must be at least 1")
-    given = dict(req.config or {})
-    if req.resume is not None:
-        return _resumed(Path(req.resume), given), Path(req.resume)
+
+def settings(given: dict[str, Any]) -> TrainConfig:
+    """A new run's settings from the flags given (the env's preset fills the rest), every rule checked once:
+    the CLI, a sweep's plan and a study's trial make their TrainConfig here; a UserError names the flag."""
     if "env" not in given:
         raise UserError("--env is required (or --resume RUN_DIR)")
     if given.get("imitate_coeff") is not None and not given.get("imitate"):
@@ -46,6 +55,19 @@ def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
                         "add --imitate PATH (a run folder or actor .pt) or drop --imitate-coeff")  # fmt: skip
     cfg = build_config(given)
     _check_mirror(cfg, given)
+    return cfg
+
+
+def checked(req: TrainRequest) -> tuple[TrainConfig, Path | None]:
+    """The run's settings and the folder it resumes; what only the machine that trains can check (policy files,
+    the Ray address) is checked here. A UserError names what is wrong."""
+    if req.sampler_procs is not None and req.sampler_procs < 1:
+        raise UserError("--sampler-procs: must be at least 1")
+    if req.resume is not None:
+        return _resumed(Path(req.resume), req.budget), Path(req.resume)
+    if req.config is None:
+        raise UserError("--env is required (or --resume RUN_DIR)")
+    cfg = req.config
     for option, policy in (("--continued", cfg.continued), ("--imitate", cfg.imitate)):
         if policy:
             check_policy_file(option, Path(policy))
@@ -59,10 +81,6 @@ BUDGET = ("n_itr", "time_limit")  # what a resumed run may change: how long it g
 def _resumed(run_dir: Path, given: dict) -> TrainConfig:
     from ppolab.runner.run_files import latest_run, load_config
 
-    extra = sorted(set(given) - set(BUDGET))
-    if extra:
-        raise UserError(f"--resume continues a run with its saved configuration; drop {flag(extra[0])} "
-                        "(only --n-itr and --time-limit may change)")  # fmt: skip
     if not run_dir.is_dir():
         raise UserError(f"--resume: {run_dir} is not a folder")
     folder = RunFolder(run_dir)

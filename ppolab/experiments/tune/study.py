@@ -344,7 +344,10 @@ def _run_trial(s: TuneSettings, study: optuna.Study, trial: optuna.Trial, done: 
     runs = [(env, seed) for env in s.envs for seed in s.seeds]
     for k, (env, seed) in enumerate(runs):
         name = f"{env}-s{seed}"
-        call = TrainCall.fresh({**config, "env": env, "seed": seed}, trial_dir, name)
+        try:
+            call = TrainCall.fresh({**config, "env": env, "seed": seed}, trial_dir, name)
+        except UserError as exc:  # settings that cannot go together: the trial fails, the study goes on
+            raise TrialFailed(f"{name}: {exc}") from None
         raw = _train(s, trial, beat, call, trial_dir / name, offset=k * n_itr, n_itr=n_itr, env=env, prior=results)
         scores[name] = raw
         results.append((env, raw))
