@@ -222,7 +222,7 @@ def ship(env: str, run_dir: Path, iteration: int) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     data = ckpt.load(run_dir / f"actor_{iteration}.pt")
     saved = env_config.load_saved(run_dir, env)  # the run's env.yaml; older actors may not carry it
-    trained = env_config.restore(env, data["meta"].get("env_config")) or saved
+    trained = env_config.restore(env, data["meta"].get("env_config")) or (saved.data() if saved else None)
     cfg = make_env(env, 1, trained).cfg.model_dump(mode="json")
     data["meta"]["env_config"] = cfg  # in full: a later change of the env's defaults does not change it
     ckpt.atomic_save(data, out / "actor.pt")

@@ -705,7 +705,7 @@ def test_a_saved_walker_config_without_a_later_setting_keeps_the_task_it_was_tra
     old = {k: v for k, v in full.items() if k not in ("lateral_gain", "heading_standing")}
     (tmp_path / "env.yaml").write_text(yaml.safe_dump(old))
     restored = env_config.load_saved(tmp_path, "jvrc_walk")
-    assert restored["lateral_gain"] == 0.0 and restored["heading_standing"] is False
+    assert restored.config.lateral_gain == 0.0 and restored.config.heading_standing is False
     env = make_env("jvrc_walk", 1, restored)
     env.reset_one(0, np.random.default_rng(0))
     env.set_command(2, vx=0.3)

@@ -16,10 +16,11 @@ LHW = REPO / "tests" / "data" / "lhw"
 
 
 def test_lhw_s_jvrc_base_file_sets_the_rates_smoothing_and_each_leg_s_gains():
-    cfg = env_config.resolve("jvrc_walk", str(LHW / "jvrc_base.yaml"))
+    settings = env_config.resolve("jvrc_walk", str(LHW / "jvrc_base.yaml"))
+    cfg = settings.data()
     assert (cfg["physics_dt"], cfg["control_dt"], cfg["action_smoothing"], cfg["action_filter"]) == (
         0.001, 0.025, 0.5, "pair")  # fmt: skip
-    env = make_env("jvrc_walk", 1, cfg)
+    env = make_env("jvrc_walk", 1, settings)
     gains = dict(zip(env.batch.layout.leg_joints, env.model.actuator_gainprm[env.batch.layout.leg_act, 0]))
     damping = dict(zip(env.batch.layout.leg_joints, -env.model.actuator_biasprm[env.batch.layout.leg_act, 2]))
     assert gains == {f"{s}_{j}": g for s in "RL" for j, g in zip(
@@ -28,8 +29,9 @@ def test_lhw_s_jvrc_base_file_sets_the_rates_smoothing_and_each_leg_s_gains():
 
 
 def test_lhw_s_h1_base_file_on_the_h1_standing_task_maps_every_key():
-    cfg = env_config.resolve("h1", str(LHW / "h1_base.yaml"))
-    env = make_env("h1", 2, cfg)
+    settings = env_config.resolve("h1", str(LHW / "h1_base.yaml"))
+    cfg = settings.data()
+    env = make_env("h1", 2, settings)
     m, lay = env.model, env.batch.layout
     gain = {m.actuator(i).name: m.actuator_gainprm[i, 0] for i in range(m.nu)}
     assert gain["torso"] == 40 and gain["left_elbow"] == 20
@@ -46,7 +48,7 @@ def test_lhw_s_h1_base_file_on_the_h1_standing_task_maps_every_key():
 
 
 def test_lhw_s_h1_walk_file_sets_the_pose_and_the_clock():
-    cfg = env_config.resolve("h1_walk", str(LHW / "h1_walk.yaml"))
+    cfg = env_config.resolve("h1_walk", str(LHW / "h1_walk.yaml")).data()
     assert (cfg["goal_height"], cfg["swing_duration"], cfg["stance_duration"]) == (1.0, 0.4, 0.1)
     env = make_env("h1_walk", 1, cfg)
     np.testing.assert_allclose(env.batch.nominal_leg, [0, 0, -0.2, 0.6, -0.4] * 2)
@@ -94,7 +96,7 @@ def test_an_lhw_key_without_a_ppolab_meaning_is_one_line_naming_it(tmp_path, env
 def test_reward_weights_in_lhw_s_names_become_the_task_s_terms(tmp_path):
     path = tmp_path / "lhw.yaml"
     path.write_text("reward_weights: {foot_frc_score: 0.225, com_vel_error: 0.15, yaw_vel_error: 0.15}\n")
-    rewards = env_config.resolve("jvrc_walk", str(path))["rewards"]
+    rewards = env_config.resolve("jvrc_walk", str(path)).data()["rewards"]
     assert (rewards["foot_force"], rewards["velocity"], rewards["yaw_rate"]) == (0.225, 0.15, 0.15)
 
 

@@ -80,7 +80,7 @@ def test_a_ramp_is_kept_in_the_resolved_config_and_no_ramp_leaves_it_as_saved_be
 
     ramped = tmp_path / "ramp.yaml"
     ramped.write_text("randomization: {ramp: [10, 20]}\n")
-    assert env_config.resolve("h1_walk", str(ramped))["randomization"]["ramp"] == [10, 20]  # resume continues it
+    assert env_config.resolve("h1_walk", str(ramped)).data()["randomization"]["ramp"] == [10, 20]  # resume continues it
     plain = tmp_path / "plain.yaml"
     plain.write_text("randomization: {enabled: true}\n")
-    assert "ramp" not in env_config.resolve("h1_walk", str(plain))["randomization"]
+    assert "ramp" not in env_config.resolve("h1_walk", str(plain)).data()["randomization"]

@@ -16,6 +16,7 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from collections.abc import Callable, Iterator, MutableMapping  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from ppolab.envs import robot_file, task_registry  # noqa: E402
@@ -140,7 +141,32 @@ def env_names() -> list[str]:
     return sorted(ENVS)
 
 
-def make_env(name: str, num_envs: int, overrides: dict[str, Any] | None = None) -> BatchEnv:
-    """Build a batch of `num_envs` instances of the named env, its configuration changed by `overrides`."""
+@dataclass(frozen=True, eq=False)
+class EnvSettings:
+    """An env's settings in full, validated once (`env_config.resolve`, `load_saved`): `config` is the env's own
+    Config, which every env built from it takes as it is; `data()` its JSON form (env.yaml, a saved policy's
+    `env_config`). Sent to another process (a sampler's worker) it travels as its data and is validated there,
+    once: a user robot's config class is made at run time, and a class made so cannot be pickled."""
+
+    env: str
+    config: Any
+
+    def data(self) -> dict[str, Any]:
+        return self.config.model_dump(mode="json")
+
+    def __reduce__(self):
+        return (settings_of, (self.env, self.data()))
+
+
+def settings_of(env: str, data: dict[str, Any]) -> EnvSettings:
+    """EnvSettings from a validated config's data (a worker's copy, a saved run's)."""
+    return EnvSettings(env, env_class(env, data).Config(**data))
+
+
+def make_env(name: str, num_envs: int, overrides: EnvSettings | dict[str, Any] | None = None) -> BatchEnv:
+    """Build a batch of `num_envs` instances of the named env: its settings validated once already (EnvSettings),
+    or its configuration changed by `overrides` (a dict, validated here)."""
+    if isinstance(overrides, EnvSettings):
+        return env_class(name, None)(num_envs, overrides.config)
     cls = env_class(name, overrides)
     return cls(num_envs, cls.Config(**overrides)) if overrides else cls(num_envs)

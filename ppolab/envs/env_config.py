@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ppolab.envs import ENVS, env_class, lhw_yaml
+from ppolab.envs import ENVS, EnvSettings, env_class, lhw_yaml
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
 from ppolab.util.run_folder import ENV
@@ -44,15 +44,15 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def validate(env: str, data: Any, source: str) -> dict[str, Any]:
-    """The overrides, checked against the env's config class; the full resolved config as a dict."""
+def validate(env: str, data: Any, source: str) -> EnvSettings:
+    """The overrides, checked against the env's config class: the env's settings in full."""
     cfg_cls = env_class(env, data if isinstance(data, dict) else None).Config
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of {env} config keys, got {type(data).__name__}")
     try:  # merged into the defaults: `kp: {hip: 150}` changes the hip gain, not the whole table
-        return cfg_cls(**_merge(cfg_cls().model_dump(mode="json"), data)).model_dump(mode="json")
+        return EnvSettings(env, cfg_cls(**_merge(cfg_cls().model_dump(mode="json"), data)))
     except ValidationError as exc:
         err = first_problem(exc)
         where = err["where"]
@@ -65,7 +65,7 @@ def validate(env: str, data: Any, source: str) -> dict[str, Any]:
         raise UserError(f"{source}: {where}: {err['msg']} (got {err['input']!r})") from None
 
 
-def resolve(env: str, path: str | None, robot: str | None = None) -> dict[str, Any]:
+def resolve(env: str, path: str | None, robot: str | None = None) -> EnvSettings:
     """The env's configuration in full: its defaults, changed by a `--yaml` file if one is given. A user's
     robot file (`--robot`) is part of it: its contents travel with the run."""
     if robot is not None:
@@ -89,13 +89,13 @@ def resolve(env: str, path: str | None, robot: str | None = None) -> dict[str, A
     return validate(env, data, path)
 
 
-def save(run_dir: Path, config: dict[str, Any]) -> None:
+def save(run_dir: Path, settings: EnvSettings) -> None:
     from ppolab.util.files import atomic_write_text
 
-    atomic_write_text(run_dir / ENV, yaml.safe_dump(config, sort_keys=False))
+    atomic_write_text(run_dir / ENV, yaml.safe_dump(settings.data(), sort_keys=False))
 
 
-def load_saved(run_dir: Path, env: str) -> dict[str, Any] | None:
+def load_saved(run_dir: Path, env: str) -> EnvSettings | None:
     """A run folder's env.yaml (None for a folder made before every run kept one: the env's defaults)."""
     path = run_dir / ENV
     if not path.exists():

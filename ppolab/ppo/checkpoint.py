@@ -88,7 +88,8 @@ def load_actor(path: Path) -> tuple[Actor, dict]:
         actor = Actor(*args, meta["std_dev"], meta["learn_std"], meta.get("activation", "tanh"))
     actor.load_state_dict(data["state_dict"])
     if meta.get("env_config") is None and meta.get("env"):  # an actor saved before policies carried it in full
-        meta["env_config"] = env_config.load_saved(actor_path.parent, meta["env"])  # its run's env.yaml, if any
+        saved = env_config.load_saved(actor_path.parent, meta["env"])  # its run's env.yaml, if any
+        meta["env_config"] = saved.data() if saved is not None else None
     elif meta.get("env"):  # settings added to the task since keep the value it was trained with
         meta["env_config"] = env_config.restore(meta["env"], meta["env_config"])
     return actor, meta

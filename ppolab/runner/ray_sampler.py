@@ -18,7 +18,7 @@ import os
 import socket
 from collections.abc import Callable
 
-from ppolab.envs import make_env
+from ppolab.envs import EnvSettings, make_env
 from ppolab.errors import UserError
 from ppolab.ppo.rollout import Episodes, Trajectories, collect
 from ppolab.ppo.sampling_policy import SamplingParams
@@ -31,7 +31,7 @@ REPLACEMENTS_PER_ITERATION = 3
 class RolloutWorker:
     """One actor: the envs of a slot range, sampled with the policy of the iteration."""
 
-    def __init__(self, env_name: str, overrides: dict | None, first_slot: int, count: int, total: int) -> None:
+    def __init__(self, env_name: str, overrides: EnvSettings | None, first_slot: int, count: int, total: int) -> None:
         one_blas_thread()
         self.env, self.episodes = make_env(env_name, count, overrides), Episodes()
         self.first_slot, self.total = first_slot, total
@@ -88,7 +88,7 @@ class RaySampler:
         env_name: str,
         total_slots: int,
         procs: int | None = None,
-        overrides: dict | None = None,
+        overrides: EnvSettings | None = None,
         say: Callable[[str], None] = print,
     ) -> None:
         import ray

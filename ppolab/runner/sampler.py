@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection
 
 from threadpoolctl import threadpool_limits
 
-from ppolab.envs import make_env
+from ppolab.envs import EnvSettings, make_env
 from ppolab.ppo.rollout import Episodes, Trajectories, collect
 from ppolab.ppo.sampling_policy import SamplingParams
 from ppolab.util.system import available_cores
@@ -42,7 +42,7 @@ def _worker_main(
     conn: Connection,
     driver_end: Connection,
     env_name: str,
-    overrides: dict | None,
+    overrides: EnvSettings | None,
     first_slot: int,
     count: int,
     total: int,
@@ -74,7 +74,7 @@ class LocalSampler:
         env_name: str,
         total_slots: int,
         procs: int | None = None,
-        overrides: dict | None = None,
+        overrides: EnvSettings | None = None,
         say: Callable[[str], None] = print,
     ) -> None:
         procs = max(1, min(procs or available_cores(), total_slots))

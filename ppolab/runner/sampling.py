@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Protocol
 
+from ppolab.envs import EnvSettings
 from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.sampling_policy import SamplingParams
 from ppolab.runner.sampler import LocalSampler
@@ -36,7 +37,7 @@ def make_sampler(
     env_name: str,
     total_slots: int,
     procs: int | None = None,
-    overrides: dict | None = None,
+    overrides: EnvSettings | None = None,
     say: Callable[[str], None] = print,
 ) -> Sampler:
     """The sampler of `backend` ("local" or "ray"); both give the same trajectories for a seed."""

@@ -16,7 +16,7 @@ from typing import TextIO
 import numpy as np
 import torch
 
-from ppolab.envs import env_config, make_env
+from ppolab.envs import EnvSettings, env_config, make_env
 from ppolab.envs.protocol import BatchEnv, Standing
 from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
@@ -61,12 +61,17 @@ def resolve_device(name: str) -> torch.device:
 
 
 def policy_meta(
-    cfg: TrainConfig, env, kind: str, iteration: int, eval_reward: float | None, env_overrides: dict | None
+    cfg: TrainConfig,
+    env,
+    kind: str,
+    iteration: int,
+    eval_reward: float | None,
+    env_settings: EnvSettings | None,
 ) -> dict:
     return {
         "kind": kind,
         "env": cfg.env,
-        "env_config": env_overrides,
+        "env_config": env_settings.data() if env_settings is not None else None,
         "obs_dim": env.obs_dim,
         "act_dim": env.act_dim,
         "hidden_sizes": list(cfg.hidden_sizes),
@@ -191,7 +196,7 @@ class Session:
     seed: int
     device: torch.device
     probe: BatchEnv  # a one-env batch: dimensions and the mirror maps
-    env_overrides: dict | None
+    env_overrides: EnvSettings  # the env's settings, validated once
     actor: Actor
     critic: Critic
     optimizer: FlatAdam
@@ -321,9 +326,9 @@ def setup(cfg: TrainConfig, resume_dir: Path | None, sampler_procs: int | None, 
     # thread made the jvrc_walk update 8-30x slower (benchmarks/README.md), for 5-17% on an idle machine.
     torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
-    env_overrides = env_config.load_saved(resume_dir, cfg.env) if resume_dir else None
-    if resume_dir is None:
-        env_overrides = env_config.resolve(cfg.env, cfg.yaml, cfg.robot)
+    # the env's settings, validated once: a resumed run's env.yaml, else the defaults changed by --yaml
+    saved = env_config.load_saved(resume_dir, cfg.env) if resume_dir else None
+    env_overrides = saved or env_config.resolve(cfg.env, cfg.yaml if resume_dir is None else None, cfg.robot)
     probe = make_env(cfg.env, 1, env_overrides)
     expert, notes = imitation_expert(cfg, probe)
     if expert is not None and cfg.imitate_sha256 is None:
@@ -548,7 +553,7 @@ def save_pair(s: Session, itr: int, reward: float | None, best: bool = False, ch
 def check_round(s: Session, itr: int) -> bool:
     """The env's behaviour checks on the current actor (--check-every): recorded, shown, and the actor kept
     as actor_<itr>.pt when it passes. True if every check passed."""
-    r = checking.run_round(s.cfg.env, s.env_overrides, sampling_params(s.actor))
+    r = checking.run_round(s.cfg.env, s.env_overrides.data(), sampling_params(s.actor))
     s.check_time += r.seconds
     total = s.elapsed
     s.metrics.check({"iteration": itr, **r.record(s.total_steps, total, s.check_time)})
