@@ -30,7 +30,7 @@ from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_model import STAIR_HALF
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
 from ppolab.envs.task_registry import task_info
-from ppolab.envs.walk import IN_PLACE, ONE_HOT
+from ppolab.envs.walk import FOOT_CLOCK_TERMS, IN_PLACE, ONE_HOT
 
 PLANS = task_info("step").plans  # forward, backward, lateral, curved, standing: the indices below
 N_STEPS = 20  # targets per plan, as LHW's
@@ -38,14 +38,7 @@ RED, ORANGE, GREY = (0.9, 0.1, 0.1, 0.9), (0.95, 0.55, 0.1, 0.8), (0.5, 0.5, 0.5
 
 
 STEP_TERMS = RewardTable(  # LearningHumanoidWalking's stepping terms (the weights sum to 0.9, as there)
-    Term(
-        "foot_force",
-        0.15,
-        LINEAR,
-        0.5,
-        doc="each foot's force against the gait clock (both feet bear weight on a standing plan), summed over the feet",
-    ),
-    Term("foot_velocity", 0.15, LINEAR, 0.5, doc="each foot's speed against the gait clock"),
+    *FOOT_CLOCK_TERMS,  # a standing plan holds the clock: both feet bear weight
     Term(
         "orientation", 0.05, EXP, 10.0, doc="1 - (the root's heading against the target's, as a quaternion product)^2"
     ),

@@ -40,18 +40,15 @@ MODES = task_info("walk").modes  # standing, in_place, forward: the indices belo
 ONE_HOT = np.eye(3)
 SWITCH_BLOCK = 128  # steps of mode-switch draws an env's generator fills at once
 VELOCITY_AVERAGE_S = 0.5  # time constant of the averaged velocity that `velocity_fine` scores
+# the feet against the gait clock (LHW's clock scores), in the walking and the stepping task alike
+FOOT_CLOCK_TERMS = (
+    Term("foot_force", 0.15, LINEAR, 0.5, doc="each foot's force against its clock: +1 when it bears weight as "
+         "told (LHW's clock score), summed over the feet"),
+    Term("foot_velocity", 0.15, LINEAR, 0.5, doc="each foot's speed against its clock: still in stance, moving "
+         "in swing"),
+)  # fmt: skip
 WALK_TERMS = RewardTable(  # LHW's walking terms, with velocity_fine and heading added; the weights sum to 1
-    Term(
-        "foot_force",
-        0.15,
-        LINEAR,
-        0.5,
-        doc="each foot's force against its clock: +1 when it bears weight "
-        "as told (LHW's clock score), summed over the feet",
-    ),
-    Term(
-        "foot_velocity", 0.15, LINEAR, 0.5, doc="each foot's speed against its clock: still in stance, moving in swing"
-    ),
+    *FOOT_CLOCK_TERMS,
     Term(
         "root_accel", 0.05, EXP, 0.25, doc="the root's angular velocity and linear acceleration, summed absolute values"
     ),
