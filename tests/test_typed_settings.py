@@ -33,11 +33,13 @@ def test_a_train_call_carries_its_settings_validated_with_the_preset(tmp_path):
 
 
 def test_env_settings_are_validated_once_and_a_user_robot_s_cross_to_another_process(tmp_path):
-    robot = tmp_path / "mybot.yaml"
-    robot.write_text((REPO / "ppolab" / "envs" / "robots" / "t1.yaml").read_text().replace("name: t1", "name: mybot"))
-    settings = env_config.resolve("mybot_walk", None, str(robot))
+    robot = tmp_path / "typedbot.yaml"
+    robot.write_text(
+        (REPO / "ppolab" / "envs" / "robots" / "t1.yaml").read_text().replace("name: t1", "name: typedbot")
+    )
+    settings = env_config.resolve("typedbot_walk", None, str(robot))
     assert isinstance(settings, EnvSettings) and settings.config.rewards.heading == pytest.approx(0.125)
-    env = make_env("mybot_walk", 2, settings)
+    env = make_env("typedbot_walk", 2, settings)
     assert env.cfg is settings.config  # taken as it is, not validated again
     blob = pickle.dumps(settings)  # a sampler's worker gets it so: a run-time config class cannot be pickled
     code = (
@@ -46,4 +48,17 @@ def test_env_settings_are_validated_once_and_a_user_robot_s_cross_to_another_pro
     )
     proc = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
-    assert proc.stdout.decode().split() == ["mybot_walk", str(env.act_dim), "True"]
+    assert proc.stdout.decode().split() == ["typedbot_walk", str(env.act_dim), "True"]
+
+
+def test_a_robot_file_changed_in_the_same_process_is_the_one_used(tmp_path):
+    """A notebook that edits its robot file and builds the env again gets the file as it is now."""
+    robot = tmp_path / "samebot.yaml"
+    text = (REPO / "ppolab" / "envs" / "robots" / "t1.yaml").read_text().replace("name: t1", "name: samebot")
+    robot.write_text(text)
+    first = env_config.resolve("samebot_walk", None, str(robot))
+    robot.write_text(text.replace("description:", "description: changed,", 1))
+    second = env_config.resolve("samebot_walk", None, str(robot))
+    assert not first.config.robot.description.startswith("changed")
+    assert second.config.robot.description.startswith("changed")
+    assert make_env("samebot_walk", 1).robot_file.description.startswith("changed")

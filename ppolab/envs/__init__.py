@@ -105,6 +105,14 @@ def register_robot(file: robot_file.RobotFile) -> list[str]:
     return names
 
 
+def use_robot(file: robot_file.RobotFile) -> None:
+    """A user's robot file, registered if it is new or has changed since (a notebook editing its file, two
+    policies of robots with one name): its envs are built from this file from now on."""
+    if ENVS.user_robots.get(file.name) != file:
+        ENVS.user_robots.pop(file.name, None)
+        register_robot(file)
+
+
 def _user_robot_env(file: robot_file.RobotFile, task: str) -> type[RobotTask]:
     """One task on a user's robot file, the file embedded in the config (a run carries its robot)."""
     from ppolab.envs.robot_task import task_env
@@ -114,11 +122,11 @@ def _user_robot_env(file: robot_file.RobotFile, task: str) -> type[RobotTask]:
 
 def env_class(name: str, overrides: dict[str, Any] | None = None) -> type[BatchEnv]:
     """The env class of `name`; a user robot's env is found from the robot file its config carries."""
-    if name not in ENVS and isinstance((overrides or {}).get(USER_ROBOT_KEY), dict):
+    if isinstance((overrides or {}).get(USER_ROBOT_KEY), dict):
         data = overrides[USER_ROBOT_KEY]
         file = robot_file.parse(data, robot_file.Path(str(data.get("source") or "robot file")))
-        if file.name not in robot_file.shipped() and file.name not in ENVS.user_robots:
-            register_robot(file)
+        if file.name not in robot_file.shipped():
+            use_robot(file)
     try:
         return ENVS[name]
     except KeyError:

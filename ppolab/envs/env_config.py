@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ppolab.envs import ENVS, EnvSettings, env_class, lhw_yaml
+from ppolab.envs import EnvSettings, env_class, lhw_yaml
 from ppolab.errors import UserError
 from ppolab.util import yaml_file
 from ppolab.util.run_folder import ENV
@@ -69,11 +69,9 @@ def resolve(env: str, path: str | None, robot: str | None = None) -> EnvSettings
     """The env's configuration in full: its defaults, changed by a `--yaml` file if one is given. A user's
     robot file (`--robot`) is part of it: its contents travel with the run."""
     if robot is not None:
-        from ppolab.envs import register_robot, robot_file
+        from ppolab.envs import robot_file, use_robot
 
-        file = robot_file.read(robot)
-        if env not in ENVS:
-            register_robot(file)
+        use_robot(robot_file.read(robot))
     if path is None:
         return validate(env, {}, f"the defaults of {env}")
     try:

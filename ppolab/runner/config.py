@@ -304,12 +304,11 @@ def _register_user_robot(data: dict) -> None:
     must name one of them."""
     path = data.get("robot")
     if isinstance(path, str) and path:
-        from ppolab.envs import ENVS, register_robot, robot_file
+        from ppolab.envs import robot_file, use_robot
         from ppolab.envs.task_registry import task_names
 
         file = robot_file.read(path)
-        if file.name not in ENVS.user_robots:
-            register_robot(file)
+        use_robot(file)
         tasks = [f"{file.name}_{t}" for t in task_names()]
         if data.get("env") not in tasks:
             raise ValueError(f"--env: {data.get('env')}: the robot file {path} gives {', '.join(tasks)}")
