@@ -90,6 +90,8 @@ class H1Env:
         self.batch = HumanoidBatch(self.model, layout, cfg, num_envs, nominal)
         self.num_envs = num_envs
         self.obs_dim, self.act_dim = 35, len(file.legs)
+        bound = np.inf if cfg.action_clip is None else cfg.action_clip  # the batch clips actions to it
+        self.action_low, self.action_high = np.full(self.act_dim, -bound), np.full(self.act_dim, bound)
         n = len(file.legs)  # named slices, as the robot tasks have them: per-group observation noise finds them
         self.layout = {"root_orient": slice(0, 2), "root_ang_vel": slice(2, 5), "joint_pos": slice(5, 5 + n),
                        "joint_vel": slice(5 + n, 5 + 2 * n), "joint_torque": slice(5 + 2 * n, 5 + 3 * n)}  # fmt: skip

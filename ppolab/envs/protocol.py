@@ -66,6 +66,8 @@ class BatchEnv(Protocol):
     cfg: BaseModel
     model: mujoco.MjModel  # for rendering
     layout: dict[str, slice]  # the observation's named entries (noise groups, the export contract)
+    action_low: np.ndarray  # (act_dim,) the bounds the env clips an action to (-inf and inf: none)
+    action_high: np.ndarray
     rewards: Rewards  # the task's reward table on this batch: each term's contribution at the last step
 
     @property

@@ -134,6 +134,8 @@ class RobotTask:
         self.goal_height, self.height_range = cfg.heights(robot.height)
         self.n_legs = len(f.legs)
         self.s = robot.sensors
+        bound = np.inf if cfg.action_clip is None else cfg.action_clip  # the batch clips actions to it
+        self.action_low, self.action_high = np.full(self.n_legs, -bound), np.full(self.n_legs, bound)
 
     @property
     def datas(self) -> list:

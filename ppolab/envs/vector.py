@@ -21,15 +21,11 @@ from ppolab.envs import env_info, make_env
 
 
 def _spaces(env) -> tuple[gym.spaces.Box, gym.spaces.Box]:
-    """One env's observation and action spaces: observations unbounded; actions within the task's clip, if any."""
+    """One env's observation and action spaces: observations unbounded; actions within the bounds the env clips
+    them to (unbounded where it clips none)."""
     obs = gym.spaces.Box(-np.inf, np.inf, (env.obs_dim,), np.float32)
-    low, high = getattr(env, "action_low", None), getattr(env, "action_high", None)
-    clip = getattr(env.cfg, "action_clip", None)
-    if low is None and clip is not None:
-        low, high = np.full(env.act_dim, -clip), np.full(env.act_dim, clip)
-    if low is None:
-        low, high = np.full(env.act_dim, -np.inf), np.full(env.act_dim, np.inf)
-    return obs, gym.spaces.Box(np.asarray(low, np.float32), np.asarray(high, np.float32), dtype=np.float32)
+    low, high = np.asarray(env.action_low, np.float32), np.asarray(env.action_high, np.float32)
+    return obs, gym.spaces.Box(low, high, dtype=np.float32)
 
 
 class TaskVectorEnv(VectorEnv):
