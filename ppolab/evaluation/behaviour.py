@@ -262,6 +262,21 @@ def straight(policy: Policy, seconds: float = 30.0, n: int = 8, gate: bool = Fal
     return _verdict({"speeds": runs}, {"; ".join(missed): not missed and len(runs) == len(speeds)})
 
 
+HOLD_SPEEDS = (0.1, 0.2, 0.3, 0.4)  # m/s: the shipped walkers' command range, where the checks run three
+HOLD_SLOT = 11  # the start states' stream slots from here on: none of them is a training check's start
+
+
+def speed_hold(policy: Policy, speeds: tuple[float, ...] = HOLD_SPEEDS, seconds: float = 60.0, n: int = 8) -> dict:
+    """Holding a commanded speed, off the checks' distribution: the straight check's bars (speed within 80-120%
+    of the command, heading within 5 deg per 10 s, sideways within 10%), at `speeds` the checks do not use,
+    for `seconds` (twice the checks'), from start states of their own. Not one of a task's training checks:
+    what a shipped walker must also do (`benchmarks/speed_hold.py`)."""
+    subject = Subject.of(policy)
+    runs = [_straight_at(subject, v, seconds, n, HOLD_SLOT + k) for k, v in enumerate(speeds)]
+    missed = [f"at {r['command_vx']:g} m/s: {m}" for r in runs for m in r.get("missed", [])]
+    return _verdict({"speeds": runs}, {"; ".join(missed): not missed})
+
+
 def stand(policy: Policy, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
     env, actor = _start(policy, n)
     env.set_command(STANDING)

@@ -1,0 +1,18 @@
+"""The off-distribution speed and heading check of a shipped walker: speeds and start states the training
+checks never use, judged by the straight check's bars."""
+
+from __future__ import annotations
+
+from conftest import REPO
+
+from ppolab.evaluation.behaviour import HOLD_SLOT, speed_hold
+
+
+def test_speed_hold_measures_each_speed_from_start_states_of_its_own():
+    short = speed_hold(REPO / "pretrained" / "jvrc_walk", speeds=(0.2, 0.35), seconds=3.0, n=2)
+    assert [r["command_vx"] for r in short["speeds"]] == [0.2, 0.35]
+    for r in short["speeds"]:
+        assert r["seconds"] == 3.0 and r["still_up"] in (0, 1, 2) and len(r["speed_share"]) == 2
+        assert r["passed"] == (not r.get("missed"))
+    assert short["passed"] == all(r["passed"] for r in short["speeds"])
+    assert HOLD_SLOT > 3  # the straight check's three speeds use slots 1-3
