@@ -53,22 +53,38 @@ class Recorder:
             self.writer = imageio.get_writer(temp_sibling(video), fps=fps, codec="libx264", macro_block_size=8)
         self.wanted = set(np.linspace(0, steps - 1, frames).round().astype(int).tolist())  # the strip's frames
         self.count, self.strip, self.last = 0, [], None
+        self.spare, self.last_state = None, None  # a filmstrip's last frame, kept unrendered
         name = (video or filmstrip).name
         self.progress = Progress(f"Rendering episode 1 to {name}", steps, "frames (at most)")
 
     def __call__(self, env, alive: np.ndarray) -> None:
         if not alive[0]:  # env 0's episode has ended; the others may go on
             return
-        self.renderer.update_scene(env.datas[0], camera=0)
-        for marker in env.markers(0):
-            self._draw(marker)
-        self.last = self.renderer.render()
-        if self.writer is not None:
-            self.writer.append_data(self.last)
-        if self.filmstrip and self.count in self.wanted:
-            self.strip.append(self._strip_frame(self.last))
+        if self.writer is None and self.count not in self.wanted:  # a filmstrip alone renders only its frames
+            self._keep_last(env)
+        else:
+            self.last = self._render(env.datas[0], env.markers(0))
+            self.last_state = None
+            if self.writer is not None:
+                self.writer.append_data(self.last)
+            if self.filmstrip and self.count in self.wanted:
+                self.strip.append(self._strip_frame(self.last))
         self.count += 1
         self.progress.advance()
+
+    def _render(self, data, markers: list[Marker]) -> np.ndarray:
+        self.renderer.update_scene(data, camera=0)
+        for marker in markers:
+            self._draw(marker)
+        return self.renderer.render()
+
+    def _keep_last(self, env) -> None:
+        """The state of a frame not rendered, kept should the episode end before the strip's next frame: the
+        strip then ends on it, as a strip of every frame would."""
+        if self.spare is None:
+            self.spare = self.mujoco.MjData(env.model)
+        self.mujoco.mj_copyData(self.spare, env.model, env.datas[0])
+        self.last_state = (self.spare, env.markers(0))
 
     def _strip_frame(self, frame: np.ndarray) -> np.ndarray:
         """A filmstrip frame: the middle half of the width (the robot), the strip stays readable."""
@@ -99,7 +115,10 @@ class Recorder:
                 self.writer.close()
                 self.writer = None
             if self.filmstrip:
-                if len(self.strip) < len(self.wanted) and self.last is not None:  # ended early: its last frame
+                if len(self.strip) < len(self.wanted) and self.last_state is not None:  # ended early: its last frame
+                    self.last = self._render(*self.last_state)
+                    self.last_state = None
+                if len(self.strip) < len(self.wanted) and self.last is not None:
                     self.strip.append(self._strip_frame(self.last))
                 self.imageio.imwrite(temp_sibling(self.filmstrip), np.concatenate(self.strip, axis=1), format="png")
                 os.replace(temp_sibling(self.filmstrip), self.filmstrip)
