@@ -13,7 +13,7 @@
   share of declines of 20 and 40 over the last 20% that reward_decline catches; on runs
   flat from their start: reward_collapse false positives and never_learned's detection;
   "still improving" on levelled-off runs (false) and on runs climbing to the end (caught).
-- Failed seeds (issue 29): a real +120 effect at 5 seeds with one treatment seed that never
+- Failed seeds: a real +120 effect at 5 seeds with one treatment seed that never
   learns, or one that diverges to nan at iteration 70; half of a configuration's seeds
   failing at 3 seeds: what the verdict and results say.
 - Verdict consistency: null cells of 3 treatments where the verdict and a **Significant** line

@@ -321,7 +321,7 @@ def main() -> None:
         print(f"  where the time goes (one core, 6 envs, untrained policy): mj_step {split['mj_step_us']:.0f} us "
               f"per env step, {split['mj_step_over_ceiling']:.2f}x the standing robot's; the rest "
               f"{split['other_us']:.0f} us ({100 * split['physics_share']:.0f}% physics)")  # fmt: skip
-    for name in args.end_to_end:  # bar (issue 17): end to end >= 60% of sampling alone, the preset's settings
+    for name in args.end_to_end:  # bar: end to end >= 60% of sampling alone, the preset's settings
         pairs = []
         for k in range(args.runs):
             alone, _ = sampling(name, args.steps, args.repeats, args.envs_per_worker)

@@ -2,7 +2,7 @@
 
     python benchmarks/video_speed.py [--env jvrc_walk] [--frames 400] [--runs 3]
 
-Goal (issue 27): at most 60 s for 400 frames on the 2-core machine. Also printed: the same evaluation
+Goal: at most 30 s for 400 frames of any shipped robot on the 2-core machine. Also printed: the same evaluation
 without a video (what the recording adds), and one frame's render time with each costly feature on
 (shadows, multisampling), the measurements behind recording.py's choices.
 """
