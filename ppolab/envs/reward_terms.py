@@ -85,23 +85,18 @@ class Rewards:
         self.terms = np.zeros((n, k))  # each term's weighted contribution at the last step
         self.out = np.zeros(n)  # a compiled kernel's total over its columns
         self._numpy = [(j, t.size) for j, t in enumerate(table.terms) if t.size is not None]
-        self._cols = np.array([j for j, _ in self._numpy], dtype=np.int64)
+        cols = np.array([j for j, _ in self._numpy], dtype=np.int64)  # the numpy terms' columns, and their settings
+        self._cols, self._lin = cols, self.linear[cols]
+        self._factor, self._weights = self.factor[cols], self.weights[cols]
 
     def compose(self) -> np.ndarray:
         """(n,) the step's reward: the kernel's total (none without compiled terms) plus the numpy terms'."""
         total = self.out.copy() if self.table.compiled else np.zeros(len(self.out))
         if self._numpy:
-            cols = self._cols
             for j, size in self._numpy:
                 self.sizes[:, j] = size(self.task)
-            x = self.sizes[:, cols] * self.factor[cols]
-            lin = self.linear[cols]
-            contrib = np.where(lin, x, np.exp(np.where(lin, 0.0, x))) * self.weights[cols]
-            self.terms[:, cols] = contrib
+            x = self.sizes[:, self._cols] * self._factor
+            contrib = np.where(self._lin, x, np.exp(np.where(self._lin, 0.0, x))) * self._weights
+            self.terms[:, self._cols] = contrib
             total += contrib.sum(axis=1)
         return total
-
-
-def weights_doc(table: RewardTable) -> str:
-    """The weights' defaults, for a config's description."""
-    return ", ".join(f"{t.name} {t.weight:g}" for t in table.terms)

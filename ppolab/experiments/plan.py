@@ -43,9 +43,10 @@ class TrainCall:
     @property
     def argv(self) -> list[str]:
         """The same training as a `ppolab train` command line: shown in logs, exec'd on Ray workers."""
-        if self.resume is not None or self.config is None:
+        if self.resume is not None:
             return ["ppolab", "train", "--resume", str(self.resume)]
-        return ["ppolab", "train", *(a for name in self.given for a in to_args(name, getattr(self.config, name)))]
+        given = self.given if self.config is not None else ()
+        return ["ppolab", "train", *(a for name in given for a in to_args(name, getattr(self.config, name)))]
 
 
 @dataclass
