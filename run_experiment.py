@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Entry point for users of the older layout: `python run_experiment.py train|eval [flags]`.
 
-Same commands and flags as `ppolab train` / `ppolab eval`.
+Same commands and flags as `ppolab train` / `ppolab eval`; as in LearningHumanoidWalking, `eval` without
+`--out-dir` (or ppolab's --video, --filmstrip, --episodes) opens the interactive viewer (`ppolab play`).
 """
 
 import sys
@@ -35,8 +36,8 @@ if __name__ == "__main__":
         sys.stderr.write(f"run_experiment.py: {lacking} is not installed for {sys.executable}; {SET_UP}\n")
         sys.exit(2)
     try:
-        from ppolab.cli.main import main
+        from ppolab.cli.main import lhw_argv, main
     except ImportError as exc:  # installed, but a dependency is missing or broken
         sys.stderr.write(f"run_experiment.py: {sys.executable} cannot import {exc.name or 'ppolab'}; {SET_UP}\n")
         sys.exit(2)
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(lhw_argv(sys.argv[1:])))

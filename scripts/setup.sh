@@ -5,12 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Headless OpenGL (EGL) for `ppolab eval --video`; needs root and apt, skipped otherwise.
+# Headless OpenGL (EGL) for `ppolab eval --video`, and a virtual display (Xvfb) for `xvfb-run -a ppolab play`
+# without a screen; needs root and apt, skipped otherwise.
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  if ! ldconfig -p | grep -q 'libEGL.so.1' || ! ldconfig -p | grep -q 'libEGL_mesa.so.0'; then
-    echo "== installing Debian packages for headless rendering (EGL, Mesa)"
+  if ! ldconfig -p | grep -q 'libEGL.so.1' || ! ldconfig -p | grep -q 'libEGL_mesa.so.0' \
+      || ! command -v xvfb-run >/dev/null 2>&1; then
+    echo "== installing Debian packages for headless rendering (EGL, Mesa, Xvfb)"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri xvfb xauth >/dev/null
   fi
 fi
 

@@ -146,17 +146,18 @@ def test_lhw_s_eval_forms_play_the_latest_run_for_seconds_into_a_dated_video(tmp
     assert both.returncode == 2 and "keep one" in both.stderr
 
 
-def test_a_long_step_reports_progress_as_plain_lines_where_there_is_no_terminal():
+def test_a_long_step_reports_one_plain_line_when_done_where_there_is_no_terminal():
     import io
 
     from ppolab.util.progress import Progress
 
     out = io.StringIO()  # a log file or an agent reading the output: no terminal, no bar
-    progress = Progress("Rendering episode 1", 3, "frames", every_s=0.0, stream=out)
-    for _ in range(3):
+    progress = Progress("Rendered episode 1", 300, "frames", stream=out)
+    for _ in range(250):  # an episode that ended before its horizon
         progress.advance()
+        assert out.getvalue() == ""
     progress.close()
-    assert out.getvalue().splitlines() == [f"Rendering episode 1: {i}/3 frames" for i in (1, 2, 3)]
+    assert re.fullmatch(r"Rendered episode 1: 250 frames in \d+\.\d s\n", out.getvalue())
 
 
 def test_a_video_records_the_scored_episode_and_draws_what_the_robot_is_told(tmp_path):

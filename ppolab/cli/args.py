@@ -6,6 +6,7 @@ import argparse
 import sys
 import types
 import typing
+from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
@@ -14,6 +15,7 @@ from ppolab.errors import UserError, one_line
 from ppolab.runner.config import TrainConfig, flag, validation_message
 from ppolab.runner.presets import preset_fields
 from ppolab.util import strict_json
+from ppolab.util.run_folder import ACTOR
 
 
 class Parser(argparse.ArgumentParser):
@@ -120,3 +122,29 @@ def train_defaults(flags: list[str], option: str) -> dict:
     values = vars(ns)
     build(TrainConfig, {"env": "cartpole", **values})  # checks values now, not run by run
     return values
+
+
+def policy_path(ns: argparse.Namespace) -> tuple[str, Path]:
+    """The flag and the policy it names: --path (a folder of runs: its latest, said so), or --logdir's latest."""
+    from ppolab.runner.run_files import latest_run
+
+    if ns.policy and ns.path:
+        raise UserError(f"{ns.policy} and --path both name the policy; keep one")
+    ns.path = ns.path or ns.policy
+    if ns.path and ns.logdir:
+        raise UserError("--path and --logdir both name the policy; keep one")
+    if not ns.path and not ns.logdir:
+        raise UserError(f"name the policy: ppolab {ns.subcommand} RUN_DIR_OR_ACTOR.pt (or --path), or --logdir DIR "
+                        "for its most recent run")  # fmt: skip
+    flag, given = ("--path", Path(ns.path)) if ns.path else ("--logdir", Path(ns.logdir))
+    if flag == "--logdir" and (given / ACTOR).is_file():  # a run folder itself: play it
+        return flag, given
+    if given.is_dir() and (flag == "--logdir" or not (given / ACTOR).is_file()):
+        latest = latest_run(given, ACTOR)
+        if latest is None:
+            if flag == "--logdir" or not any(given.glob("*.pt")):
+                raise UserError(f"{flag} {given}: no run with an actor.pt inside; train one, or name a run folder")
+        else:
+            print(f"{flag} {given}: a folder of runs; playing the most recent, {latest}", flush=True)
+            return flag, latest
+    return flag, given

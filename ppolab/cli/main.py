@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 from ppolab import __version__
-from ppolab.cli import export_cli, habits, ops_cli, robots_cli, runs_cli, tune_cli
-from ppolab.cli.args import Parser, add_model_flags, build, print_json
+from ppolab.cli import export_cli, habits, ops_cli, play_cli, robots_cli, runs_cli, tune_cli
+from ppolab.cli.args import Parser, add_model_flags, build, policy_path, print_json
 from ppolab.cli.launch import add_launch_flags, launch
 from ppolab.envs import ENVS
 from ppolab.errors import NO_SPACE_EXIT, NoSpace, UserError, one_line
 from ppolab.runner.config import MAX_EPISODES, MAX_SEED, MAX_STEPS, TrainConfig, flag
-from ppolab.util.run_folder import ACTOR
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
 
 TRAIN_HELP = """Train a PPO policy. Each run gets a new folder under --logdir with its config,
@@ -246,6 +245,7 @@ def make_parser() -> Parser:
         "train settings `ppolab train --env ENV` uses for flags not given. Flags given win.",
     )
     _add_eval(sub)
+    play_cli.add(sub)
     _add_sweep(sub)
     _add_experiment(sub)
     _add_analyze(sub)
@@ -312,7 +312,7 @@ def run_eval(ns: argparse.Namespace) -> int:
         check_output_file("--video", ns.video, ".mp4", "it is encoded with H.264", make_folders=True)
     if ns.filmstrip:
         check_output_file("--filmstrip", ns.filmstrip, ".png", "a PNG image", make_folders=True)
-    path = _policy_path(ns)
+    path = policy_path(ns)
     from ppolab.runner.entry import check_policy_file
 
     check_policy_file(path[0], path[1])
@@ -325,32 +325,6 @@ def run_eval(ns: argparse.Namespace) -> int:
     play(path[1], episodes=ns.episodes, seed=ns.seed, max_steps=ns.max_steps, seconds=ns.ep_len, video=video,
          filmstrip=ns.filmstrip, frames=ns.frames, command=command)  # fmt: skip
     return 0
-
-
-def _policy_path(ns: argparse.Namespace) -> tuple[str, Path]:
-    """The flag and the policy it names: --path (a folder of runs: its latest, said so), or --logdir's latest."""
-    from ppolab.runner.run_files import latest_run
-
-    if ns.policy and ns.path:
-        raise UserError(f"{ns.policy} and --path both name the policy; keep one")
-    ns.path = ns.path or ns.policy
-    if ns.path and ns.logdir:
-        raise UserError("--path and --logdir both name the policy; keep one")
-    if not ns.path and not ns.logdir:
-        raise UserError("name the policy: ppolab eval RUN_DIR_OR_ACTOR.pt (or --path), or --logdir DIR for its "
-                        "most recent run")  # fmt: skip
-    flag, given = ("--path", Path(ns.path)) if ns.path else ("--logdir", Path(ns.logdir))
-    if flag == "--logdir" and (given / ACTOR).is_file():  # a run folder itself: play it
-        return flag, given
-    if given.is_dir() and (flag == "--logdir" or not (given / ACTOR).is_file()):
-        latest = latest_run(given, ACTOR)
-        if latest is None:
-            if flag == "--logdir" or not any(given.glob("*.pt")):
-                raise UserError(f"{flag} {given}: no run with an actor.pt inside; train one, or name a run folder")
-        else:
-            print(f"{flag} {given}: a folder of runs; playing the most recent, {latest}", flush=True)
-            return flag, latest
-    return flag, given
 
 
 def _find_sweep(ns: argparse.Namespace) -> Path:
@@ -521,6 +495,18 @@ def normalise(argv: list[str]) -> list[str]:
     return out
 
 
+HEADLESS_EVAL = ("--out-dir", "--video", "--filmstrip", "--episodes", "--max-steps", "--help", "-h")
+
+
+def lhw_argv(argv: list[str]) -> list[str]:
+    """`run_experiment.py`'s command line: LearningHumanoidWalking's `eval` without `--out-dir` opens the
+    interactive viewer (`ppolab play`); with it, or any of ppolab's scoring flags, it renders or scores."""
+    argv = normalise(argv)
+    if argv[:1] == ["eval"] and not any(a.split("=", 1)[0] in HEADLESS_EVAL for a in argv[1:]):
+        return ["play", *argv[1:]]
+    return argv
+
+
 def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
     """Parse; an unknown flag is one line naming the closest real one and the subcommand's --help."""
     ns, extra = parser.parse_known_args(argv)
@@ -545,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         return {
             "train": run_train,
             "eval": run_eval,
+            "play": play_cli.run,
             "sweep": run_sweep_cmd,
             "experiment": run_experiment_cmd,
             "analyze": run_analyze,

@@ -89,7 +89,8 @@ def contract(meta: dict) -> dict:
     env = make_env(meta["env"], 1, meta.get("env_config"))
     cfg = env.cfg
     out: dict = {"schema_version": 1, "env": meta["env"], "obs_dim": env.obs_dim, "act_dim": env.act_dim,
-                 "iteration": meta.get("iteration"), "normaliser": "folded into the network: feed raw observations",
+                 "iteration": meta.get("iteration"), "env_config": meta.get("env_config"),
+                 "normaliser": "folded into the network: feed raw observations",
                  "versions": {"ppolab": __version__, "torch": torch.__version__, "mujoco": mujoco.__version__,
                               "python": platform.python_version()}}  # fmt: skip
     if meta.get("recurrent"):

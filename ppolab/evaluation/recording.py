@@ -20,6 +20,7 @@ import numpy as np
 
 from ppolab.envs.protocol import Marker
 from ppolab.errors import UserError
+from ppolab.evaluation.markers import add_marker
 from ppolab.util.files import temp_sibling
 from ppolab.util.progress import Progress
 
@@ -55,7 +56,7 @@ class Recorder:
         self.count, self.strip, self.last = 0, [], None
         self.spare, self.last_state = None, None  # a filmstrip's last frame, kept unrendered
         name = (video or filmstrip).name
-        self.progress = Progress(f"Rendering episode 1 to {name}", steps, "frames (at most)")
+        self.progress = Progress(f"Rendered episode 1 to {name}", steps, "frames")
 
     def __call__(self, env, alive: np.ndarray) -> None:
         if not alive[0]:  # env 0's episode has ended; the others may go on
@@ -75,7 +76,7 @@ class Recorder:
     def _render(self, data, markers: list[Marker]) -> np.ndarray:
         self.renderer.update_scene(data, camera=0)
         for marker in markers:
-            self._draw(marker)
+            add_marker(self.renderer.scene, marker)
         return self.renderer.render()
 
     def _keep_last(self, env) -> None:
@@ -92,21 +93,6 @@ class Recorder:
             return frame.copy()
         quarter = frame.shape[1] // 4
         return frame[:, quarter : frame.shape[1] - quarter].copy()
-
-    def _draw(self, marker: Marker) -> None:
-        scene, mj = self.renderer.scene, self.mujoco
-        if scene.ngeom >= scene.maxgeom:
-            return
-        mat = np.eye(3)
-        if marker.kind == "arrow":  # MuJoCo's arrow points along its z axis: turn z to the heading, level
-            c, s = np.cos(marker.heading), np.sin(marker.heading)
-            mat = np.array([[0.0, -s, c], [0.0, c, s], [-1.0, 0.0, 0.0]])
-            kind = mj.mjtGeom.mjGEOM_ARROW
-        else:
-            kind = mj.mjtGeom.mjGEOM_SPHERE if marker.kind == "sphere" else mj.mjtGeom.mjGEOM_CYLINDER
-        mj.mjv_initGeom(scene.geoms[scene.ngeom], kind, np.asarray(marker.size, float),
-                        np.asarray(marker.pos, float), mat.flatten(), np.asarray(marker.rgba, np.float32))  # fmt: skip
-        scene.ngeom += 1
 
     def finish(self) -> int:
         """Close the video, write the strip, and rename both into place; the episode's frame count."""

@@ -243,7 +243,7 @@ def write_report(sweep_dir: Path, th: Thresholds | None = None, show_progress: b
     configs = group(runs)
     m = spec.metadata
     result, why = verdict(runs, m.min_effect, m.metric)
-    progress = Progress("Drawing the report's plots", len(figures(configs)), "plots") if show_progress else None
+    progress = Progress("Drew the report's plots", len(figures(configs)), "plots") if show_progress else None
     try:
         images, plots_note = plot(configs, sweep_dir / "plots", th, fps_spread(configs), progress), ""
     except OSError as exc:  # a full disk: results.md without plots rather than nothing

@@ -1,7 +1,8 @@
 """Progress of a step that takes more than a couple of seconds (rendering a video, say).
 
-On a terminal: a rich progress bar. Elsewhere (a log file, a coding agent reading the output):
-a plain line every few seconds, so the output stays short and readable as text.
+On a terminal: a rich progress bar, gone when the step ends. Elsewhere (a log file, a coding agent reading
+the output): one plain line when the step is done, with what it did and how long it took, so that piped
+output stays one line per rendered episode.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from typing import TextIO
 
 
 class Progress:
-    def __init__(self, what: str, total: int, unit: str, every_s: float = 2.0, stream: TextIO | None = None) -> None:
-        self.what, self.total, self.unit, self.every_s = what, total, unit, every_s
+    def __init__(self, what: str, total: int, unit: str, stream: TextIO | None = None) -> None:
+        self.what, self.total, self.unit = what, total, unit
         self.stream = stream or sys.stderr
         self.done = 0
-        self.started = self.last = time.monotonic()
+        self.started = time.monotonic()
         self.bar = None
         if self.stream.isatty():
             from rich.console import Console
@@ -32,11 +33,10 @@ class Progress:
         self.done += n
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done)
-        elif time.monotonic() - self.last >= self.every_s:
-            self.last = time.monotonic()
-            self.stream.write(f"{self.what}: {self.done}/{self.total} {self.unit}\n")
-            self.stream.flush()
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+        elif self.done:
+            self.stream.write(f"{self.what}: {self.done} {self.unit} in {time.monotonic() - self.started:.1f} s\n")
+            self.stream.flush()
