@@ -44,3 +44,37 @@ def test_a_filmstrip_alone_renders_only_the_frames_it_shows(tmp_path):
     finally:
         recorder.close()
     assert len(rendered) == 6 and strip.is_file()
+
+
+@pytest.mark.parametrize("walker", ["berkeley_walk", "g1_walk"])
+def test_shown_meshes_are_decimated_copies_that_keep_their_outline_and_leave_collisions_alone(walker):
+    """The shown meshes of a heavy robot (393,000-544,000 faces) are lighter copies: each copy's size within
+    5 mm of its original's, the collision geoms on the original meshes, as many as without the robot's looks."""
+    import mujoco
+
+    from ppolab.envs import make_env
+    from ppolab.envs.visual_meshes import SHOWN, VISUAL_FACES
+
+    def diameter(m, mesh: int) -> float:
+        """The largest distance between two of a mesh's vertices: MuJoCo moves and turns each mesh to its own
+        inertial frame (a copy's differs), which this ignores."""
+        from scipy.spatial import ConvexHull
+        from scipy.spatial.distance import pdist
+
+        points = m.mesh_vert[m.mesh_vertadr[mesh] : m.mesh_vertadr[mesh] + m.mesh_vertnum[mesh]]
+        return float(pdist(points[ConvexHull(points).vertices]).max())
+
+    shown, plain = make_env(walker, 1, {"visuals": True}).model, make_env(walker, 1).model
+    geoms = [g for g in range(shown.ngeom) if shown.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
+    drawn = [g for g in geoms if shown.geom_group[g] < 3]  # what a camera shows by default
+    faces = sum(int(shown.mesh_facenum[shown.geom_dataid[g]]) for g in drawn)
+    assert faces < 2 * VISUAL_FACES, f"{faces} faces shown"
+    copies = {shown.mesh(shown.geom_dataid[g]).name for g in drawn} - {shown.mesh(i).name for i in range(plain.nmesh)}
+    assert copies and all(c.endswith(SHOWN.format("")) for c in copies)
+    for name in copies:
+        original = name.removesuffix(SHOWN.format(""))
+        assert abs(diameter(shown, shown.mesh(name).id) - diameter(shown, shown.mesh(original).id)) < 0.005, name
+    touching = [g for g in geoms if shown.geom_contype[g] or shown.geom_conaffinity[g]]
+    assert all(not shown.mesh(shown.geom_dataid[g]).name.endswith(SHOWN.format("")) for g in touching)
+    assert len(touching) == sum(1 for g in range(plain.ngeom) if plain.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH
+                                and (plain.geom_contype[g] or plain.geom_conaffinity[g]))  # fmt: skip

@@ -98,9 +98,9 @@ def test_the_viewer_window_under_xvfb_shows_the_robot_walking(tmp_path):
     policy = tmp_path / "t1_walk"
     shutil.copytree(REPO / "pretrained" / "t1_walk", policy)
     shot = tmp_path / "shot.png"
-    proc = subprocess.run(["xvfb-run", "-a", sys.executable, "-m", "ppolab", "play", str(policy), "--seconds", "4",
-                           "--screenshot", str(shot), "--mode", "forward", "--vx", "0.3"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    play = ["play", str(policy), "--seconds", "4", "--screenshot", str(shot), "--mode", "forward", "--vx", "0.3"]
+    proc = subprocess.run(["xvfb-run", "-a", sys.executable, "-m", "ppolab", *play], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Screenshot written" in proc.stdout and "Played" in proc.stdout
     import imageio.v2 as imageio

@@ -24,7 +24,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ppolab.envs import model_repair, physics  # noqa: F401  (physics: MuJoCo's warnings kept, not printed)
+from ppolab.envs import model_repair, physics, visual_meshes  # noqa: F401  (physics: MuJoCo's warnings kept, not printed)
 from ppolab.envs.model_cache import load_or_build
 from ppolab.envs.robot_file import RobotFile, twin_name
 from ppolab.envs.scene import add_scene
@@ -83,6 +83,8 @@ def _fresh_spec(robot: RobotFile, path: Path, visuals: bool, meshes: Path | None
         for geom in spec.geoms:
             if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
                 _visual_only(geom)
+    elif visuals and not is_urdf and meshes is not None:
+        visual_meshes.lighten(spec, path, meshes)  # shown meshes within a face budget: frames in software GL
     elif not visuals or (is_urdf and robot.model.meshes != "model"):
         for geom in list(spec.geoms):  # training: no visual meshes (they cost time in every step)
             if geom.type == mujoco.mjtGeom.mjGEOM_MESH and (is_urdf or (geom.contype == 0 and geom.conaffinity == 0)):
