@@ -67,6 +67,16 @@ def test_keys_reach_the_policy_and_the_robot_does_as_told():
     assert session.steer.paused
     session.key(BACKSPACE)
     assert session.episode == 2 and session.steps == 0
+    assert "Page Down" not in dict(session.keys()) and "Up / Down" in dict(session.keys())
+
+
+def test_a_stepper_cycles_its_footstep_plans_and_shows_only_its_keys():
+    session = Session(load_player(REPO / "pretrained" / "jvrc_step"), Command(), seed=1, horizon=None)
+    plans = session.info.plans
+    assert session.steer.plan == plans[0] and session.env.cfg.plan_probs[0] == 1.0
+    session.key(PAGE_DOWN)
+    assert session.steer.plan == plans[1] and session.env.cfg.plan_probs[1] == 1.0 and session.episode == 2
+    assert "Page Down" in dict(session.keys()) and "Up / Down" not in dict(session.keys())
 
 
 def test_an_onnx_export_plays_through_its_sidecar(tmp_path):
@@ -88,6 +98,9 @@ def test_without_a_display_play_says_so_in_one_line_and_names_video(tmp_path):
     proc = run_ppolab("play", str(REPO / "pretrained" / "t1_walk"), base_env=env)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no display" in proc.stderr and "--video" in proc.stderr
+    nowhere = run_ppolab("play", str(REPO / "pretrained" / "t1_walk"), base_env={**env, "DISPLAY": ":250"})
+    assert nowhere.returncode == 2 and nowhere.stderr.count("\n") == 1, nowhere.stderr  # named, but no X server
+    assert "cannot open the display :250" in nowhere.stderr
     lhw = subprocess.run([sys.executable, "run_experiment.py", "eval", "--path", str(REPO / "pretrained" / "t1_walk")],
                          cwd=REPO, capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
     assert lhw.returncode == 2 and "no display" in lhw.stderr and "--out-dir" in lhw.stderr  # LHW's eval: the viewer

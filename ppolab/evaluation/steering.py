@@ -26,6 +26,8 @@ KEYS_HELP = (
     ("Space", "pause"),
     ("Backspace", "reset"),
 )
+WALKER_KEYS = ("Up / Down", "Left / Right", "Enter")  # a task with a velocity command's
+PLAN_KEYS = ("Page Down",)  # a task with footstep plans'
 
 
 @dataclass(frozen=True)

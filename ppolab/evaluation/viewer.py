@@ -27,7 +27,7 @@ from ppolab.envs.protocol import BatchEnv
 from ppolab.errors import UserError
 from ppolab.evaluation.markers import add_marker
 from ppolab.evaluation.playback import Command
-from ppolab.evaluation.steering import KEYS_HELP, Steer, press
+from ppolab.evaluation.steering import KEYS_HELP, PLAN_KEYS, WALKER_KEYS, Steer, press
 from ppolab.util.files import atomic_write_bytes
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -45,9 +45,30 @@ class Player:
     source: str  # the first line play prints: which file
 
 
-def has_display() -> bool:
-    """A window can open: an X or Wayland display on Linux; other systems are assumed to have one."""
-    return not sys.platform.startswith("linux") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+def display_problem() -> str | None:
+    """Why no window can open here (None: one can): no display named on Linux, or GLFW cannot open the one
+    named. Asked before the viewer starts, which on such a failure ends the process with GLFW's own error."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return "DISPLAY is unset"
+    import warnings
+
+    import glfw
+
+    saved = os.dup(2)  # Xlib writes its complaints (an X server that refuses us) to the C stderr: quiet them
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # GLFW's own message, said below in one line
+            opened = glfw.init()
+        if opened:
+            glfw.terminate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    shown = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    return None if opened else f"GLFW cannot open the display {shown}"
 
 
 def load_player(path: Path) -> Player:
@@ -104,6 +125,9 @@ class Session:
     """One env, one policy, the keyboard's command; the viewer shows `env.datas[0]`."""
 
     def __init__(self, player: Player, command: Command, seed: int, horizon: int | None) -> None:
+        plans = env_info(player.env_name, player.env_config).plans
+        if plans and command.plan is None:  # a stepper follows one kind of plan at a time, on flat ground
+            command = replace(command, plan=plans[0])
         overrides = command.overrides(player.env_name, player.env_config)
         if "visuals" in env_class(player.env_name, overrides).Config.model_fields:
             overrides = {**(overrides or {}), "visuals": True}  # the robot's meshes: the same physics, its looks
@@ -112,8 +136,7 @@ class Session:
         self.player, self.horizon, self.episode, self.seed = player, horizon, 0, seed
         modes = self.info.modes
         mode = command.mode or ("standing" if "standing" in modes else (modes[0] if modes else None))
-        self.steer = Steer(mode, command.vx, command.yaw_rate, command.plan or (self.info.plans[0] if
-                           self.info.plans else None))  # fmt: skip
+        self.steer = Steer(mode, command.vx, command.yaw_rate, command.plan)
         self.reset()
 
     def reset(self) -> None:
@@ -149,9 +172,14 @@ class Session:
             return True
         return False
 
+    def keys(self) -> list[tuple[str, str]]:
+        """The keys that do something for this task (a stepper has no speed, a walker no plans)."""
+        walker, stepper = bool(self.info.modes), bool(self.info.plans)
+        return [(k, v) for k, v in KEYS_HELP if (walker or k not in WALKER_KEYS) and (stepper or k not in PLAN_KEYS)]
+
     def overlay(self) -> tuple[str, str]:
-        keys = "\n".join(k for k, _ in KEYS_HELP)
-        what = "\n".join(v for _, v in KEYS_HELP)
+        keys = "\n".join(k for k, _ in self.keys())
+        what = "\n".join(v for _, v in self.keys())
         return (f"{self.steer.describe()}\nepisode {self.episode}, {self.steps * self.env.cfg.control_dt:.1f} s\n"
                 f"{keys}", f"\n\n{what}")  # fmt: skip
 
@@ -159,9 +187,10 @@ class Session:
 def play_live(path: Path, *, command: Command, seed: int, seconds: float | None, horizon_s: float | None,
               screenshot: Path | None, out: TextIO = sys.stdout) -> int:  # fmt: skip
     """Open the viewer and play until its window closes (or `seconds` of wall time); the episodes played."""
-    if not has_display():
-        raise UserError("no display to open the viewer on (DISPLAY is unset); run it under `xvfb-run -a`, or write "
-                        "a video instead: `ppolab eval RUN --video out.mp4` (LHW's eval: --out-dir DIR)")  # fmt: skip
+    problem = display_problem()
+    if problem is not None:
+        raise UserError(f"no display to open the viewer on ({problem}); run it under `xvfb-run -a`, or write a "
+                        "video instead: `ppolab eval RUN --video out.mp4` (LHW's eval: --out-dir DIR)")  # fmt: skip
     import mujoco
     import mujoco.viewer
 
@@ -179,7 +208,7 @@ def play_live(path: Path, *, command: Command, seed: int, seconds: float | None,
     except Exception as exc:  # GLFW cannot open a window: no usable display
         raise UserError(f"the viewer cannot open a window ({str(exc).splitlines()[0]}); run it under `xvfb-run "
                         "-a`, or write a video instead: ppolab eval RUN --video out.mp4") from None  # fmt: skip
-    out.write("Keys: " + "; ".join(f"{k}: {v}" for k, v in KEYS_HELP) + ". Close the window to stop.\n")
+    out.write("Keys: " + "; ".join(f"{k}: {v}" for k, v in session.keys()) + ". Close the window to stop.\n")
     out.flush()
     try:
         _follow(handle, session)
@@ -189,6 +218,8 @@ def play_live(path: Path, *, command: Command, seed: int, seconds: float | None,
             f"Played {simulated * dt:.1f} s of simulated time in {time.perf_counter() - wall:.1f} s, "
             f"{session.episode} episode(s)\n"
         )
+        if screenshot is not None and not handle.is_running():
+            raise UserError(f"--screenshot {screenshot}: the window was closed before --seconds had passed")
         if screenshot is not None:
             _screenshot(screenshot)
             out.write(f"Screenshot written to {screenshot}\n")
