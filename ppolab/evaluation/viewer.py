@@ -187,6 +187,7 @@ class Session:
 def play_live(path: Path, *, command: Command, seed: int, seconds: float | None, horizon_s: float | None,
               screenshot: Path | None, out: TextIO = sys.stdout) -> int:  # fmt: skip
     """Open the viewer and play until its window closes (or `seconds` of wall time); the episodes played."""
+    player = load_player(path)  # a missing or broken policy is said first, display or not
     problem = display_problem()
     if problem is not None:
         raise UserError(f"no display to open the viewer on ({problem}); run it under `xvfb-run -a`, or write a "
@@ -194,7 +195,6 @@ def play_live(path: Path, *, command: Command, seed: int, seconds: float | None,
     import mujoco
     import mujoco.viewer
 
-    player = load_player(path)
     out.write(player.source + "\n")
     session = Session(player, command, seed, None)
     dt = session.env.cfg.control_dt
