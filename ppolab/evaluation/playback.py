@@ -50,6 +50,14 @@ class Command:
             env.set_command(env.info.modes.index(self.mode), yaw_rate=self.yaw_rate, vx=self.vx, vy=self.vy)
 
 
+def shown(env_name: str, overrides: dict | None) -> dict | None:
+    """The settings of an env that is looked at (videos, filmstrips, the viewer): the robot's meshes, where the
+    task has them; the same physics, its real looks."""
+    if "visuals" not in env_class(env_name, overrides).Config.model_fields:
+        return overrides
+    return {**(overrides or {}), "visuals": True}
+
+
 def video_in(folder: Path, policy: Path) -> Path:
     """LearningHumanoidWalking's video name for `eval --out-dir`: <actor file's stem>-<date-time>.mp4."""
     stamp = dt.datetime.now().strftime("%Y-%m-%d-%H-%M-%S")
@@ -67,8 +75,8 @@ def play(
     actor, meta = ckpt.load_actor(path)
     params = sampling_params(actor)
     overrides = command.overrides(meta["env"], meta.get("env_config"))
-    if (video or filmstrip) and "visuals" in env_class(meta["env"], overrides).Config.model_fields:
-        overrides = {**(overrides or {}), "visuals": True}  # the robot's meshes: the same physics, its real looks
+    if video or filmstrip:
+        overrides = shown(meta["env"], overrides)
     env = make_env(meta["env"], episodes, overrides)
     steps = max_steps or meta["max_traj_len"]
     if seconds is not None:

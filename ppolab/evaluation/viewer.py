@@ -22,11 +22,11 @@ from typing import TextIO
 
 import numpy as np
 
-from ppolab.envs import env_class, env_info, make_env
+from ppolab.envs import env_info, make_env
 from ppolab.envs.protocol import BatchEnv
 from ppolab.errors import UserError
 from ppolab.evaluation.markers import add_marker
-from ppolab.evaluation.playback import Command
+from ppolab.evaluation.playback import Command, shown
 from ppolab.evaluation.steering import KEYS_HELP, PLAN_KEYS, WALKER_KEYS, Steer, press
 from ppolab.util.files import atomic_write_bytes
 
@@ -125,14 +125,11 @@ class Session:
     """One env, one policy, the keyboard's command; the viewer shows `env.datas[0]`."""
 
     def __init__(self, player: Player, command: Command, seed: int, horizon: int | None) -> None:
-        plans = env_info(player.env_name, player.env_config).plans
-        if plans and command.plan is None:  # a stepper follows one kind of plan at a time, on flat ground
-            command = replace(command, plan=plans[0])
-        overrides = command.overrides(player.env_name, player.env_config)
-        if "visuals" in env_class(player.env_name, overrides).Config.model_fields:
-            overrides = {**(overrides or {}), "visuals": True}  # the robot's meshes: the same physics, its looks
-        self.env: BatchEnv = make_env(player.env_name, 1, overrides)
         self.info = env_info(player.env_name, player.env_config)
+        if self.info.plans and command.plan is None:  # a stepper follows one kind of plan at a time, on flat ground
+            command = replace(command, plan=self.info.plans[0])
+        overrides = shown(player.env_name, command.overrides(player.env_name, player.env_config))
+        self.env: BatchEnv = make_env(player.env_name, 1, overrides)
         self.player, self.horizon, self.episode, self.seed = player, horizon, 0, seed
         modes = self.info.modes
         mode = command.mode or ("standing" if "standing" in modes else (modes[0] if modes else None))
