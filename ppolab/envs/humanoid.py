@@ -327,6 +327,7 @@ class HumanoidBatch:
         self.prev_raw = np.zeros_like(self.prev_action)  # the last action, after clipping
         self.push = np.zeros((num_envs, 3))
         self.push_left = np.zeros(num_envs, dtype=int)
+        self.dynamics = np.ones((num_envs, 2))  # each env's friction and total mass over the model's (its draws)
         self.strength = 1.0  # the share of the randomisation applied (`Randomization.ramp`); full unless trained
         self._noise: np.ndarray | None = None  # this step's observation-noise draws, per env
         self._noise_stale = np.ones(num_envs, dtype=bool)  # the envs stepped or reset since their last draw
@@ -429,6 +430,8 @@ class HumanoidBatch:
             bodies = self._dyn_bodies
             offset = rng.uniform(-r.com_offset, r.com_offset, (len(bodies), 3))
             m.body_ipos[bodies] = b.body_ipos[bodies] + s * offset
+        friction = m.geom_friction[0, 0] / max(b.geom_friction[0, 0], 1e-9)
+        self.dynamics[i] = friction, m.body_mass.sum() / b.body_mass.sum()
 
     # -- stepping -------------------------------------------------------------
     def apply(self, action: np.ndarray) -> np.ndarray:

@@ -112,6 +112,17 @@ class Standing(Protocol):
         """(act_dim,) the action that holds the nominal pose at rest, both soles on the floor."""
 
 
+@runtime_checkable
+class Privileged(Protocol):
+    """A task with state a robot does not measure (every task on a robot file): what a privileged critic sees
+    beside the observation (`--privileged-critic`), never the actor."""
+
+    privileged_dim: int
+
+    def privileged(self) -> np.ndarray:
+        """(num_envs, privileged_dim) float32: the true state behind the last observation."""
+
+
 class Imitating(BatchEnv, Protocol):
     """A task that can show its states to an expert policy (`--imitate`; every task on a robot file)."""
 

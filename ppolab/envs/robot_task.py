@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field, StrictBool, ValidationError, create_model, model_validator
 
 from ppolab.envs.gait_clock import check_half_cycle
-from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch
+from ppolab.envs.humanoid import HumanoidBatch, HumanoidConfig, RobotLayout, check_gain_keys, roll_pitch, yaw
 from ppolab.envs.imitation import ExpertView, NoExpertView, shared_view
 from ppolab.envs.protocol import Marker, TaskInfo
 from ppolab.envs.robot_file import RobotFile
@@ -231,6 +231,29 @@ class RobotTask:
         perm += [start + k for k in extra_perm]
         sign += extra_sign
         return Symmetry(SignedPermutation(np.array(perm), np.array(sign)), self.action_mirror())
+
+    # -- what a privileged critic sees (`--privileged-critic`): true state a robot does not measure ----------
+    privileged_dim: ClassVar[int] = 10  # a task that adds entries (task_privileged) adds their count
+
+    def privileged(self) -> np.ndarray:
+        """(n, privileged_dim): the root's velocity in its heading's frame (3) and its height over the floor, the
+        soles' loads over the weight and their heights over the floor, the friction and mass drawn over the
+        model's (1, 1 without randomisation), then the task's own (`task_privileged`). Why: the actor infers
+        these from joint motion; a critic that reads them predicts the return a speed earns directly."""
+        b = self.batch
+        heading = yaw(b.qpos[:, 3:7])
+        cos, sin = np.cos(heading), np.sin(heading)
+        vx, vy = b.qvel[:, 0], b.qvel[:, 1]
+        ground = self.ground_height()
+        parts = [(cos * vx + sin * vy)[:, None], (cos * vy - sin * vx)[:, None], b.qvel[:, 2:3],
+                 (b.qpos[:, 2] - ground)[:, None], np.minimum(b.sensors[:, self.s.touch] / self.weight, 2.0),
+                 self.sole_positions()[:, :, 2] - np.asarray(ground).reshape(-1, 1), b.dynamics,
+                 *self.task_privileged()]  # fmt: skip
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+    def task_privileged(self) -> list[np.ndarray]:
+        """The task's own privileged entries, (n, k) each (none by default)."""
+        return []
 
     def foot_contact(self) -> np.ndarray:
         """(n, 2) bool: the right and the left sole carry more than 5% of the weight."""

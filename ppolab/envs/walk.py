@@ -229,6 +229,12 @@ class WalkTask(RobotTask):
         )
         return self.batch.noisy(obs, self.layout)
 
+    privileged_dim: ClassVar[int] = RobotTask.privileged_dim + 2
+
+    def task_privileged(self) -> list[np.ndarray]:
+        """The averaged velocity `velocity_fine` scores: the reward's own state, which no observation holds."""
+        return [self.v_avg]
+
     # -- stepping -----------------------------------------------------------------
     def force_clock(self) -> np.ndarray:
         """(n, 2) force clock of the right and left foot: +1 bear weight, -1 swing; standing: both +1."""

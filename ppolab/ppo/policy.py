@@ -106,17 +106,29 @@ class Actor(nn.Module):
 
 
 class Critic(nn.Module):
-    def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int], activation: str = "tanh") -> None:
+    """The value function. `privileged_dim` > 0 (an asymmetric critic, as mjlab's and Playground's): it also
+    reads the env's privileged state, normalised by a running normaliser of its own, after the observation."""
+
+    def __init__(
+        self, norm: ObsNormalizer, obs_dim: int, hidden: list[int], activation: str = "tanh", privileged_dim: int = 0
+    ) -> None:
         super().__init__()
         self.norm = norm
-        self.spec = NetSpec.of(obs_dim, hidden, 1, activation)
+        self.priv_norm = ObsNormalizer(privileged_dim) if privileged_dim else None
+        self.spec = NetSpec.of(obs_dim + privileged_dim, hidden, 1, activation)
         self.net = mlp(self.spec)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.head(self.norm(obs))
+    def forward(self, obs: torch.Tensor, priv: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.inputs(self.norm(obs), priv))
 
-    def head(self, normed_obs: torch.Tensor) -> torch.Tensor:
-        return self.net(normed_obs).squeeze(-1)
+    def inputs(self, normed_obs: torch.Tensor, priv: torch.Tensor | None) -> torch.Tensor:
+        """What the network reads: the normalised observation, then the normalised privileged state if any."""
+        if self.priv_norm is None:
+            return normed_obs
+        return torch.cat([normed_obs, self.priv_norm(priv)], dim=-1)
+
+    def head(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.net(inputs).squeeze(-1)
 
 
 class LSTMStack(nn.Module):

@@ -32,7 +32,9 @@ class Trajectories:
     that step, used to bootstrap the value of an episode that was cut, not
     terminated. `ep_return`/`ep_length` are set (else NaN) where an episode
     finished, by termination or by reaching the horizon. `reward_terms` (1, slots,
-    terms) sums each reward term's contribution over the iteration's steps.
+    terms) sums each reward term's contribution over the iteration's steps. `priv` and
+    `final_priv` are the privileged state beside `obs` and `final_obs` (width 0 unless
+    the critic is privileged).
     """
 
     obs: np.ndarray
@@ -44,6 +46,8 @@ class Trajectories:
     ep_return: np.ndarray
     ep_length: np.ndarray
     reward_terms: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 0)))
+    priv: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.float32))
+    final_priv: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.float32))
 
     @staticmethod
     def concat(parts: list[Trajectories]) -> Trajectories:
@@ -61,13 +65,14 @@ class Episodes:
 
     def __init__(self) -> None:
         self.at: tuple[int, int] | None = None  # (stream, iteration) of the rollout that left them
-        self.obs = self.ep_ret = self.ep_len = self.limit = np.empty(0)
+        self.obs = self.priv = self.ep_ret = self.ep_len = self.limit = np.empty(0)
 
     def follows(self, stream: int, iteration: int) -> bool:
         return self.at == (stream, iteration - 1)
 
-    def keep(self, at: tuple[int, int], obs: np.ndarray, ep_ret: np.ndarray, ep_len: np.ndarray, limit: np.ndarray):
-        self.at, self.obs, self.ep_ret, self.ep_len, self.limit = at, obs, ep_ret, ep_len, limit
+    def keep(self, at: tuple[int, int], obs: np.ndarray, priv: np.ndarray, ep_ret: np.ndarray, ep_len: np.ndarray,
+             limit: np.ndarray) -> None:  # fmt: skip
+        self.at, self.obs, self.priv, self.ep_ret, self.ep_len, self.limit = at, obs, priv, ep_ret, ep_len, limit
 
 
 def collect(
@@ -82,13 +87,17 @@ def collect(
     steps: int,
     horizon: int | None = None,
     episodes: Episodes | None = None,
+    privileged: bool = False,
 ) -> Trajectories:
     """Run `steps` policy steps in every env of `env`, its env i being slot first_slot + i.
 
     `horizon` None (LearningHumanoidWalking's rollouts): every call starts fresh episodes of at most `steps`
     steps. Else episodes last up to `horizon` steps, and those in progress at the end are kept in `episodes`
-    for the next iteration to continue (the last step is then cut: bootstrapped, not an episode's end)."""
+    for the next iteration to continue (the last step is then cut: bootstrapped, not an episode's end).
+    `privileged`: record the env's privileged state beside each observation (a privileged critic's input)."""
     n, obs_dim, act_dim = env.num_envs, env.obs_dim, env.act_dim
+    priv_dim = env.privileged_dim if privileged else 0
+    state = env.privileged if privileged else (lambda: np.zeros((n, 0), np.float32))
     policy = SamplingPolicy(params)
     lo, hi = first_slot, first_slot + n
     rngs = [slot_rng(seed, stream, iteration, s) for s in range(lo, hi)]
@@ -105,16 +114,18 @@ def collect(
         ep_return=np.full((steps, n), np.nan),
         ep_length=np.full((steps, n), np.nan),
         reward_terms=np.zeros((1, n, len(env.rewards.names))),
+        priv=np.empty((steps, n, priv_dim), np.float32),
+        final_priv=np.zeros((steps, n, priv_dim), np.float32),
     )
     term_sums = out.reward_terms[0]
     env.set_iteration(iteration)  # curricula (the stepping task's stairs) follow the training iteration
     policy.reset(slice(None))
     if horizon is not None and episodes is not None and episodes.follows(stream, iteration):
-        obs, ep_ret, ep_len, limit = episodes.obs, episodes.ep_ret, episodes.ep_len, episodes.limit
+        obs, priv, ep_ret, ep_len, limit = episodes.obs, episodes.priv, episodes.ep_ret, episodes.ep_len, episodes.limit
     else:
         for i in range(n):
             env.reset_one(i, rngs[i])
-        obs, ep_ret, ep_len = env.observe(), np.zeros(n), np.zeros(n, np.int64)
+        obs, priv, ep_ret, ep_len = env.observe(), state(), np.zeros(n), np.zeros(n, np.int64)
         limit = np.full(n, steps if horizon is None else horizon)
         if horizon is not None:  # the first episodes end at random steps, so that the envs' episodes never end
             limit = np.array([r.integers(1, horizon + 1) for r in rngs])  # all in one iteration (rsl_rl's way)
@@ -124,8 +135,10 @@ def collect(
         padded[lo:hi] = obs
         action = policy(padded)[lo:hi] + noise[t]
         out.obs[t] = obs
+        out.priv[t] = priv
         out.actions[t] = action
         obs, reward, terminated = env.step(action)
+        priv = state()
         term_sums += env.rewards.terms
         ep_ret += reward
         ep_len += 1
@@ -136,6 +149,7 @@ def collect(
         out.ended[t] = ended
         if ended.any():
             out.final_obs[t, ended] = obs[ended]
+            out.final_priv[t, ended] = priv[ended]
             out.ep_return[t, finished] = ep_ret[finished]
             out.ep_length[t, finished] = ep_len[finished]
             if finished.any() and (t < last or horizon is not None):  # continued: the next iteration goes on
@@ -145,9 +159,9 @@ def collect(
                 ep_ret[finished] = 0.0
                 ep_len[finished] = 0
                 limit[finished] = steps if horizon is None else horizon
-                obs = env.observe()
+                obs, priv = env.observe(), state()
     if horizon is not None and episodes is not None:
-        episodes.keep((stream, iteration), obs, ep_ret, ep_len, limit)
+        episodes.keep((stream, iteration), obs, priv, ep_ret, ep_len, limit)
     return out
 
 

@@ -126,6 +126,7 @@ class Minibatch:
     mask: torch.Tensor | None = None
     expert: torch.Tensor | None = None  # the expert's actions on these states (--imitate), one row per real step
     expert_weight: torch.Tensor | None = None  # 1 where a sample's action entry counts in the imitation, else 0
+    critic_obs: torch.Tensor | None = None  # the critic's inputs where they are not `obs` (a privileged critic)
 
     def policy(self, actor, obs: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The actor's mean (one row per real step) and std on `obs` (default: the minibatch's)."""
@@ -136,13 +137,16 @@ class Minibatch:
         return mean[self.mask], std
 
     def value(self, critic) -> torch.Tensor:
-        return critic.head(self.obs) if self.mask is None else critic.seq(self.obs)[self.mask]
+        if self.mask is not None:
+            return critic.seq(self.obs)[self.mask]
+        return critic.head(self.obs if self.critic_obs is None else self.critic_obs)
 
 
 class RolloutStorage:
     """An iteration's samples with the old policy's outputs, bootstrapped values, advantages and returns.
 
-    Observations are normalised once, with the statistics frozen for the update.
+    Observations are normalised once, with the statistics frozen for the update; `critic_obs`
+    is what the critic reads (the same tensor unless the critic is privileged).
     `mirror_obs` (the env's observation mirror) adds the mirrored observations the
     mirror loss needs; `expert` (an expert's actions and their weights, one row per sample) the
     imitation loss's targets.
@@ -167,13 +171,17 @@ class RolloutStorage:
         self.actions = flat(traj.actions)
         with torch.no_grad():
             self.obs = actor.norm(flat(traj.obs))
+            self.critic_obs = self.obs
             if self.seg is None:
                 old_mean, old_std = actor.head(self.obs)
-                values = critic.head(self.obs).cpu().numpy().reshape(steps, slots)
+                privileged = getattr(critic, "priv_norm", None) is not None
+                self.critic_obs = critic.inputs(self.obs, flat(traj.priv)) if privileged else self.obs
+                values = critic.head(self.critic_obs).cpu().numpy().reshape(steps, slots)
                 final_values = np.zeros((steps, slots), values.dtype)  # only where an episode ended is it read
                 if traj.ended.any():
                     ended_obs = torch.from_numpy(traj.final_obs[traj.ended]).to(device)
-                    final_values[traj.ended] = critic(ended_obs).cpu().numpy()
+                    ended_priv = torch.from_numpy(traj.final_priv[traj.ended]).to(device) if privileged else None
+                    final_values[traj.ended] = critic(ended_obs, ended_priv).cpu().numpy()
             else:
                 final = actor.norm(flat(traj.final_obs))
                 old_mean, old_std, flat_values, flat_final = old_outputs(actor, critic, self.obs, final, self.seg)
@@ -207,8 +215,10 @@ class RolloutStorage:
         epoch, then contiguous minibatches (slices) of it."""
         mirror = self.mirror_obs[perm] if self.mirror_obs is not None else None
         expert, weight = (None, None) if self.expert is None else (self.expert[perm], self.expert_weight[perm])
+        critic_obs = None if self.critic_obs is self.obs else self.critic_obs[perm]
         return Minibatch(self.obs[perm], self.actions[perm], self.logprobs[perm], self.normalised[perm],
-                         self.returns[perm], mirror, expert=expert, expert_weight=weight)  # fmt: skip
+                         self.returns[perm], mirror, expert=expert, expert_weight=weight,
+                         critic_obs=critic_obs)  # fmt: skip
 
     def rows(self, perm: torch.Tensor, size: int) -> Iterator[Minibatch]:
         """One epoch of feed-forward minibatches in the order of `perm` (a permutation of the rows)."""
@@ -217,8 +227,10 @@ class RolloutStorage:
             mb = slice(start, start + size)
             mirror = None if rows.mirror_obs is None else rows.mirror_obs[mb]
             expert, weight = (None, None) if rows.expert is None else (rows.expert[mb], rows.expert_weight[mb])
+            critic_obs = None if rows.critic_obs is None else rows.critic_obs[mb]
             yield Minibatch(rows.obs[mb], rows.actions[mb], rows.logprobs[mb], rows.advantages[mb],
-                            rows.returns[mb], mirror, expert=expert, expert_weight=weight)  # fmt: skip
+                            rows.returns[mb], mirror, expert=expert, expert_weight=weight,
+                            critic_obs=critic_obs)  # fmt: skip
 
     def _segments(self, adv: torch.Tensor, size: int, rng: np.random.Generator) -> Iterator[Minibatch]:
         seg = self.seg

@@ -143,7 +143,7 @@ class FusedUpdate:
         perms = [torch.from_numpy(rng.permutation(storage.obs.shape[0])) for _ in range(hp.epochs)]
         t0, lr = self.optimizer.step_count, self.optimizer.lr  # the learning rate of this iteration (a schedule's)
         if self.elsewhere is not None:
-            self.elsewhere.start(storage.obs, storage.returns, perms, t0, lr)
+            self.elsewhere.start(storage.critic_obs, storage.returns, perms, t0, lr)
         t = t0
         actor_losses, mirror_losses, ratios, imitation_losses = [], [], [], []
         for perm in perms:
@@ -157,7 +157,7 @@ class FusedUpdate:
             imitation_losses += imitated
             t += -(-len(perm) // hp.minibatch_size)
         if self.elsewhere is None:
-            critic_losses = critic_epochs(self.critic_step, storage.obs, storage.returns, perms, hp, t0, lr)
+            critic_losses = critic_epochs(self.critic_step, storage.critic_obs, storage.returns, perms, hp, t0, lr)
         else:
             critic_losses = self.elsewhere.result()
         self.optimizer.step_count = t

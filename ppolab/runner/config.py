@@ -137,6 +137,11 @@ class TrainConfig(BaseModel):
     recurrent: bool = Field(
         False, description="LSTM actor and critic (hidden sizes = LSTM layers), trained on episodes"
     )
+    privileged_critic: bool = Field(
+        False, description="the critic also reads state a robot does not measure (the root's velocity and height, "
+        "the soles' loads and heights, the friction and mass drawn, the task's own: tasks on a robot file), as "
+        "mjlab's and MuJoCo Playground's critics do; the actor and what it exports are unchanged (MLPs only)",
+    )  # fmt: skip
     continued: str | None = Field(None, description="start from pretrained weights: a run folder or actor .pt file")
     start_standing: bool = Field(
         False,
@@ -221,6 +226,12 @@ class TrainConfig(BaseModel):
     def _std_schedule_of_a_fixed_std(self) -> TrainConfig:
         if self.std_final is not None and self.learn_std:
             raise ValueError("--std-final shrinks a fixed action std; leave out --learn-std (a learned std is trained)")
+        return self
+
+    @model_validator(mode="after")
+    def _privileged_critic_of_an_mlp(self) -> TrainConfig:
+        if self.privileged_critic and self.recurrent:
+            raise ValueError("--privileged-critic is for the MLP critic; leave out --recurrent or set it to false")
         return self
 
     @model_validator(mode="after")

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ppolab.envs import EnvSettings, env_config, make_env
-from ppolab.envs.protocol import BatchEnv, Standing
+from ppolab.envs.protocol import BatchEnv, Privileged, Standing
 from ppolab.errors import NoSpace, UserError
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo import fused_step
@@ -34,7 +34,7 @@ from ppolab.ppo.policy import (
     RecurrentCritic,
     sampling_params,
 )
-from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, evaluate
+from ppolab.ppo.rollout import TRAIN_STREAM, WARMUP_STREAM, Trajectories, evaluate
 from ppolab.ppo.std_schedule import set_std, std_at
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.update import FusedUpdate, Hyper, Update, choose_update
@@ -85,15 +85,33 @@ def policy_meta(
     }
 
 
-def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int) -> tuple[Actor, Critic]:
+def build_networks(cfg: TrainConfig, obs_dim: int, act_dim: int, privileged_dim: int = 0) -> tuple[Actor, Critic]:
+    """The actor and the critic (the critic reading `privileged_dim` entries more with --privileged-critic)."""
     norm = ObsNormalizer(obs_dim)
     if cfg.recurrent:
         actor = RecurrentActor(norm, obs_dim, act_dim, list(cfg.hidden_sizes), cfg.std_dev, cfg.learn_std)
         return actor, RecurrentCritic(norm, obs_dim, list(cfg.hidden_sizes))
     hidden = list(cfg.hidden_sizes)
     actor = Actor(norm, obs_dim, act_dim, hidden, cfg.std_dev, cfg.learn_std, cfg.activation)
-    critic = Critic(norm, obs_dim, hidden, cfg.activation)
+    critic = Critic(norm, obs_dim, hidden, cfg.activation, privileged_dim if cfg.privileged_critic else 0)
     return actor, critic
+
+
+def privileged_dim(cfg: TrainConfig, probe) -> int:
+    """The privileged state's width for --privileged-critic (0 without it); an env that has none is refused."""
+    if not cfg.privileged_critic:
+        return 0
+    if not isinstance(probe, Privileged):
+        raise UserError(f"--privileged-critic: {cfg.env} has no privileged state (tasks on a robot file have); "
+                        "leave it out or set it to false")  # fmt: skip
+    return probe.privileged_dim
+
+
+def update_normalizers(s: Session, traj: Trajectories) -> None:
+    """The running statistics of what the networks read, after an iteration (or a warm-up batch)."""
+    s.actor.norm.update(traj.obs)
+    if s.critic.priv_norm is not None:
+        s.critic.priv_norm.update(traj.priv)
 
 
 def hyper(cfg: TrainConfig) -> Hyper:
@@ -169,8 +187,11 @@ def load_pretrained(path: str, actor: Actor, critic: Critic, env_name: str) -> l
     notes = [f"Loaded pretrained actor from {actor_path}"]
     critic_path = ckpt.critic_beside(actor_path)
     if critic_path.is_file():
-        critic.load_state_dict(ckpt.load(critic_path)["state_dict"])
-        notes.append(f"Loaded pretrained critic from {critic_path}")
+        try:
+            critic.load_state_dict(ckpt.load(critic_path)["state_dict"])
+            notes.append(f"Loaded pretrained critic from {critic_path}")
+        except RuntimeError:  # another critic's inputs (--privileged-critic) or widths: the actor is what counts
+            notes.append(f"The critic beside it ({critic_path}) reads other inputs: the critic starts fresh")
     else:
         notes.append("No critic beside it: the critic starts fresh")
     return notes
@@ -250,6 +271,7 @@ def train(
                 iteration=itr,
                 steps=cfg.rollout_steps,
                 horizon=cfg.horizon,
+                privileged=cfg.privileged_critic,
             )
             t1 = time.perf_counter()
             storage = RolloutStorage(
@@ -260,7 +282,7 @@ def train(
             update_rng = np.random.default_rng([s.seed, UPDATE_STREAM, itr])
             stats = {**s.update(storage, update_rng), "lr": s.optimizer.lr}  # the rate this update ran at
             s.optimizer.lr = next_lr(cfg.schedule, s.optimizer.lr, stats["kl"], cfg.desired_kl)
-            s.actor.norm.update(traj.obs)
+            update_normalizers(s, traj)
             log_iteration(s, itr, traj, stats, t1 - t0, time.perf_counter() - t1)
             if itr % cfg.eval_freq == 0 or itr == cfg.n_itr - 1:
                 evaluate_and_save(s, itr)
@@ -298,7 +320,7 @@ def _stopping(cfg: TrainConfig, passed: bool, elapsed: float) -> str | None:
 def _learner(cfg: TrainConfig, probe, device: torch.device, fresh: bool, notes: list[str]):
     """The networks (from `--continued` or standing, for a fresh run), the optimiser, the mirror maps and the
     update, its critic's process started (a fork: before any thread). What it did goes into `notes`."""
-    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim)
+    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim, privileged_dim(cfg, probe))
     if cfg.continued and fresh:
         notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
         notes += fixed_std(actor, cfg)
@@ -312,7 +334,7 @@ def _learner(cfg: TrainConfig, probe, device: torch.device, fresh: bool, notes: 
     if isinstance(update, FusedUpdate) and fused_step.NOT_SCRIPTED:
         notes.append(f"Update: the fused epochs run from Python, slower, with the same results (TorchScript: "
                      f"{fused_step.NOT_SCRIPTED})")  # fmt: skip
-    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim, device)
+    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, critic.spec.sizes[0], device)
     return actor, critic, optimizer, mirror, update
 
 
@@ -485,8 +507,9 @@ def warm_up(s: Session) -> None:
             iteration=w,
             steps=s.cfg.rollout_steps,
             horizon=s.cfg.horizon,
+            privileged=s.cfg.privileged_critic,
         )
-        s.actor.norm.update(warm.obs)
+        update_normalizers(s, warm)
     s.console.line(f"Normalization initialized with {int(s.actor.norm.count.item())} samples")
 
 
