@@ -17,10 +17,10 @@ from ppolab.ppo.rollout import Trajectories
 from ppolab.ppo.storage import RolloutStorage
 from ppolab.ppo.update import FusedUpdate, choose_update
 from ppolab.runner.config import TrainConfig
-from ppolab.runner.trainer import build_networks, hyper, mirror_action_maps
+from ppolab.runner.trainer import build_networks, hyper, mirror_action_maps, privileged_dim
 
 
-def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajectories:
+def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int, priv_dim: int = 0) -> Trajectories:
     rng = np.random.default_rng(0)
     ended = rng.random((steps, slots)) < 0.02
     ended[-1] = True
@@ -33,6 +33,8 @@ def trajectories(steps: int, slots: int, obs_dim: int, act_dim: int) -> Trajecto
         final_obs=rng.standard_normal((steps, slots, obs_dim), dtype=np.float32),
         ep_return=np.full((steps, slots), np.nan),
         ep_length=np.full((steps, slots), np.nan),
+        priv=rng.standard_normal((steps, slots, priv_dim), dtype=np.float32),
+        final_priv=rng.standard_normal((steps, slots, priv_dim), dtype=np.float32),
     )
 
 
@@ -47,16 +49,19 @@ def expert_targets(rows: int, act_dim: int) -> tuple[np.ndarray, np.ndarray]:
 def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False) -> tuple[torch.Tensor, dict]:
     env = make_env(cfg.env, 1)
     torch.manual_seed(0)
-    actor, critic = build_networks(cfg, env.obs_dim, env.act_dim)
+    priv_dim = privileged_dim(cfg, env)
+    actor, critic = build_networks(cfg, env.obs_dim, env.act_dim, priv_dim)
     actor, critic = copy.deepcopy(actor), copy.deepcopy(critic)
     optimizer = FlatAdam(actor, critic, cfg.lr, cfg.eps)
     mirror = mirror_action_maps(cfg, env, torch.device("cpu"))
     update = choose_update(actor, critic, optimizer, hyper(cfg), mirror)
     assert isinstance(update, FusedUpdate) == (cfg.update == "fused")
     if critic_process:
-        update.elsewhere = CriticProcess(update.critic_step, optimizer, hyper(cfg), 100 * 6, env.obs_dim)
-    traj = trajectories(100, 6, env.obs_dim, env.act_dim)
+        update.elsewhere = CriticProcess(update.critic_step, optimizer, hyper(cfg), 100 * 6, critic.spec.sizes[0])
+    traj = trajectories(100, 6, env.obs_dim, env.act_dim, priv_dim)
     actor.norm.update(traj.obs)
+    if critic.priv_norm is not None:
+        critic.priv_norm.update(traj.priv)
     expert = expert_targets(100 * 6, env.act_dim)
     rng = np.random.default_rng(1)
     threads = torch.get_num_threads()
@@ -78,6 +83,7 @@ def one_update(cfg: TrainConfig, updates: int = 1, critic_process: bool = False)
     "settings",
     [
         {"env": "jvrc_walk", "epochs": 2},  # ReLU 256 x 256, fixed std, mirror loss
+        {"env": "g1_walk", "epochs": 1, "privileged_critic": True},  # the critic reads 12 more inputs
         {"env": "cartpole", "epochs": 2, "num_procs": 2, "max_traj_len": 300},  # tanh 64 x 64, learned std, entropy
         {"env": "cartpole", "epochs": 1, "learn_std": False, "entropy_coeff": 0.0, "hidden_sizes": [32, 16, 8]},
     ],
@@ -100,11 +106,11 @@ def test_a_wrong_gradient_is_caught():
     assert (exact - fused).abs().max() > 1e-3 * moved
 
 
-@pytest.mark.parametrize("env", ["cartpole", "jvrc_walk"])
-def test_the_critic_in_a_second_process_gives_the_same_parameters_to_the_last_bit(env):
+@pytest.mark.parametrize("env, privileged", [("cartpole", False), ("jvrc_walk", False), ("g1_walk", True)])
+def test_the_critic_in_a_second_process_gives_the_same_parameters_to_the_last_bit(env, privileged):
     """The critic's epochs run in a forked process on 2+ cores, here otherwise: a seed's run must not depend
     on which. Two updates, so the second one continues the Adam steps the first left in shared memory."""
-    cfg = TrainConfig(env=env, epochs=2, num_procs=2, max_traj_len=300)
+    cfg = TrainConfig(env=env, epochs=2, num_procs=2, max_traj_len=300, privileged_critic=privileged)
     here, stats_here = one_update(cfg, updates=2)
     there, stats_there = one_update(cfg, updates=2, critic_process=True)
     assert torch.equal(here, there)
