@@ -9,12 +9,12 @@ import mujoco
 import numpy as np
 import pytest
 import torch
+from conftest import run_ppolab
 
 from ppolab.envs import make_env
 from ppolab.ppo import checkpoint as ckpt
 from ppolab.ppo.policy import Actor, ObsNormalizer, sampling_params
 from ppolab.ppo.rollout import Episodes, collect, slot_rng
-from conftest import run_ppolab
 
 
 def _stepped(name: str, n: int = 4, steps: int = 40):
