@@ -172,3 +172,28 @@ def test_the_check_never_replaces_a_file_that_is_not_its_picture(tmp_path):
     proc = run_ppolab("robots", "check", str(photo.with_suffix(".yaml")))  # the default picture: bot.png
     assert proc.returncode == 2 and f"the picture {photo}: exists and ppolab did not write it" in proc.stderr
     assert photo.read_bytes() == before
+
+
+def test_the_check_scales_a_walk_out_of_proportion_to_the_robots_height(tmp_path):
+    """OP3's root is 0.25 m high: told the walking task's default 0.4 m/s on a 0.56 s half cycle it would step
+    0.9 of that. The check says so and gives G1's walk scaled to its height; the file with those settings
+    builds and steps in proportion. G1 itself gets no advice."""
+    shipped = REPO / "ppolab" / "envs" / "robots"
+    big = run_ppolab("robots", "check", str(shipped / "g1.yaml"), "--no-picture", "--json")
+    assert big.returncode == 0, big.stdout + big.stderr
+    assert json.loads(big.stdout)["gait_size"]["advice"] is None
+    small = run_ppolab("robots", "check", str(shipped / "op3.yaml"), "--no-picture")
+    assert small.returncode == 0, small.stdout + small.stderr
+    line = next(x for x in small.stdout.splitlines() if "fastest step" in x)
+    assert "0.89 of the root's height, past 0.45" in line and "(not judged)" in line, line
+    as_json = run_ppolab("robots", "check", str(shipped / "op3.yaml"), "--no-picture", "--json")
+    advice = json.loads(as_json.stdout)["gait_size"]["advice"]
+    assert advice == {"forward_speed": [0.06, 0.23], "swing_duration": 0.22, "stance_duration": 0.1}
+    assert "forward_speed: [0.06, 0.23], swing_duration: 0.22, stance_duration: 0.1" in line
+    data = yaml.safe_load((shipped / "op3.yaml").read_text())
+    data["tasks"]["walk"] = {**data["tasks"].get("walk", {}), **advice}
+    path = _write(tmp_path, yaml.safe_dump(data, sort_keys=False))
+    scaled = run_ppolab("robots", "check", str(path), "--no-picture", "--json")
+    assert scaled.returncode == 0, scaled.stdout + scaled.stderr
+    size = json.loads(scaled.stdout)["gait_size"]
+    assert size["advice"] is None and 0.2 <= size["share"] <= 0.34, size

@@ -114,6 +114,21 @@ def _print_swing(s: dict) -> None:
     print(head + f"most {s['joint']}, {s['drag_nm']} of {s['limit_nm']} N m{over} (not judged)")
 
 
+def _print_gait(g: dict) -> None:
+    from ppolab.envs.robot_check import STEP_SHARE
+
+    head = f"  the walking task's fastest step: {g['step_m']} m per half gait cycle, {g['share']} of the root's height"
+    if g["advice"] is None:
+        print(head + " (the walkers trained here: 0.20-0.34; not judged)")
+        return
+    a = g["advice"]
+    lo, hi = a["forward_speed"]
+    print(head + f", past {STEP_SHARE}: a walk out of proportion for its size (the walkers trained here: "
+          f"0.20-0.34). G1's walk scaled to its height: `tasks: walk: {{forward_speed: [{lo}, {hi}], "
+          f"swing_duration: {a['swing_duration']}, stance_duration: {a['stance_duration']}}}` in the file "
+          "(not judged)")  # fmt: skip
+
+
 def _print_check(r: dict) -> None:
     ok = lambda b: "ok" if b else "FAILED"  # noqa: E731
     print(f"Robot {r['robot']}: {r['legs']} leg joints, {r['mass_kg']} kg, root {r['nominal_height_m']} m high "
@@ -126,6 +141,7 @@ def _print_check(r: dict) -> None:
     print(f"  mirror pairs: {len(r['pairs']) // 2}; sign flips (roll and yaw axes): {', '.join(flips) or 'none'}")
     print(f"  no self-contact at the nominal pose: {ok(not r['self_contact_at_nominal'])}")
     _print_swing(r["swing_drag"])
+    _print_gait(r["gait_size"])
     up, tall = r["head_above_root_m"], r["nominal_height_m"]
     hint = "" if up >= 0.25 * tall else (": too close to see the upper body lean; give head: a body near the head, "
                                           "or an offset up the torso (not judged)")  # fmt: skip

@@ -18,6 +18,12 @@
   against a 120 N m limit), and still learned to walk (one seed: 71% of the walk check's distance at
   iteration 600, 33% without it; benchmarks/README.md); a
   file's `damping:` sets it (MuJoCo Playground's Apollo has none, and damps with the servos' kv);
+- the gait's size against the robot's: the step the fastest commanded walk takes per half gait cycle
+  (forward_speed's top x the half cycle) over the root's height at the nominal pose. The walkers trained
+  here step 0.20-0.34 of it; past STEP_SHARE the report gives the walking task's settings that keep the
+  walk dynamically similar to G1's (speeds x sqrt(h / h_G1), the half cycle too, as the Froude number
+  says): a 0.25 m tall OP3 told 0.4 m/s on G1's 0.56 s half cycle would step 0.9 of its height.
+  Reported, not judged;
 - how high the head point is over the root: the upper-body term keeps it over the root, which says
   nothing about a lean when the point is at the pelvis (H1's torso_link origin is); reported, not judged;
 - a picture of the nominal pose.
@@ -41,6 +47,8 @@ STAND_S = 2.0
 SAG = 0.75  # the root stays above this share of its nominal height (where the walking task ends an episode)
 TILT = 0.35  # rad: harness-free, "up" is the root tilted less than this
 PICTURE_MARK = "ppolab robots check"  # the Software text of the pictures it writes
+STEP_SHARE = 0.45  # the top speed's step per half cycle over the root height, past which the report advises
+GAIT_REFERENCE = (0.778, 0.56, 0.4, (0.1, 0.4))  # G1's root height, half cycle, swing and speeds: its walk passes
 SWING_SPEED = 2.0  # rad/s: a leg joint's speed in a walk (the 95th percentile of the shipped walkers' at 0.3 m/s)
 DRAG_SHARE = 0.5  # past this share of a joint's torque limit at that speed, the report names the joint
 
@@ -73,6 +81,25 @@ def swing_drag(env: RobotTask) -> dict:
     return {"joint": f.legs[worst], "drag_nm": round(float(drag[worst]), 1),
             "limit_nm": round(float(limit[worst]), 1), "share": round(float(share[worst]), 2),
             "over_half": list(dict.fromkeys(parts))}  # fmt: skip
+
+
+def gait_size(env: RobotTask) -> dict:
+    """The fastest commanded step per half gait cycle over the root's height, and where that is past
+    `STEP_SHARE`, the walking task's settings that scale G1's walk to this robot's height (`advice`)."""
+    c, height = env.cfg, env.robot.height
+    half = c.swing_duration + c.stance_duration
+    step = c.forward_speed[1] * half
+    out = {"step_m": round(step, 3), "share": round(step / height, 2), "advice": None}
+    if step / height <= STEP_SHARE:
+        return out
+    ref_height, ref_half, ref_swing, ref_speeds = GAIT_REFERENCE
+    scale = float(np.sqrt(height / ref_height))
+    steps = max(2, round(ref_half * scale / c.control_dt))  # a half cycle of whole control steps
+    swing = max(1, round(steps * ref_swing / ref_half))
+    speeds = [round(v * scale, 2) for v in ref_speeds]
+    out["advice"] = {"forward_speed": speeds, "swing_duration": round(swing * c.control_dt, 4),
+                     "stance_duration": round((steps - swing) * c.control_dt, 4)}  # fmt: skip
+    return out
 
 
 def _part(joint: str, sides: tuple[str, str]) -> str:
@@ -149,6 +176,7 @@ def check(file: RobotFile, picture: Path | None) -> dict:
         "robot": file.name, "model": str(file.model_path()), "legs": len(file.legs),
         "mass_kg": round(env.weight / 9.81, 2),
         "nominal_height_m": round(env.robot.height, 3), **_mirror_checks(env), **start, "swing_drag": swing_drag(env),
+        "gait_size": gait_size(env),
         "stand_harness": _stand(env, harness=True), "stand_free": _stand(env, harness=False),
         "stand_walk_gains": _stand(cls(1, cls.Config(**quiet)), harness=True, hold=False),  # the walk task's gains
     }  # fmt: skip
