@@ -16,7 +16,7 @@ from ppolab.envs import ENVS, make_env, register_robot, robot_file
 from ppolab.envs.protocol import TaskInfo
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_task import RobotTask, RobotTaskConfig
-from ppolab.envs.task_registry import register_task, task_names
+from ppolab.envs.task_registry import register_task, task_names, unregister_task
 
 TOY_TERMS = RewardTable(
     Term("alive", 0.5, LINEAR, 1.0, lambda t: np.ones(t.num_envs), doc="1 a step"),
@@ -65,11 +65,13 @@ def upright(subject, gate: bool = False) -> dict:
 
 @pytest.fixture(scope="module")
 def toy():
-    from ppolab.evaluation.behaviour import register_check
+    from ppolab.evaluation.behaviour import CHECKS, register_check
 
     register_task(ToyTask)
     register_check("upright", upright)
-    return ToyTask
+    yield ToyTask
+    unregister_task("toy")  # the tests after these see ppolab's tasks alone (`--help` lists every env)
+    CHECKS.pop("upright")
 
 
 def test_a_registered_task_runs_on_every_robot_file_with_what_it_declares(toy, tmp_path):

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ppolab.cli.args import add_model_flags, build
-from ppolab.envs import ENVS
+from ppolab.envs import shipped_env_names
 from ppolab.errors import UserError
 from ppolab.runner.config import TrainConfig
 from ppolab.util.seeds import SEEDS_HELP, seeds_arg
@@ -52,9 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     envs = p.add_mutually_exclusive_group()
-    envs.add_argument("--env", choices=sorted(ENVS), help="task to tune on")
+    envs.add_argument("--env", choices=shipped_env_names(), help="task to tune on")
     envs.add_argument(
-        "--env-ids", nargs="+", choices=sorted(ENVS), metavar="ENV", help="several tasks (needs target_scores)"
+        "--env-ids", nargs="+", choices=shipped_env_names(), metavar="ENV", help="several tasks (needs target_scores)"
     )
     p.add_argument("--space", metavar="FILE", help="search-space YAML file (required unless --report)")
     p.add_argument("--study", required=True, metavar="NAME", help="study name")

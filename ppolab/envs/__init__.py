@@ -50,7 +50,12 @@ class EnvRegistry(MutableMapping[str, "type[BatchEnv]"]):
         self.user_robots: dict[str, robot_file.RobotFile] = {}  # a user's robot files, by robot name
         for task in task_registry.task_names():
             self.add_task(task)
-        task_registry.on_register(self.add_task)
+        task_registry.on_register(self.add_task, self.remove_task)
+
+    def remove_task(self, task: str) -> None:
+        """The task's env on every robot, gone (task_registry.unregister_task)."""
+        for name in [n for n in self._makers if n.endswith(f"_{task}") and n not in task_registry.ENVS_OF_THEIR_OWN]:
+            del self[name]
 
     def add_task(self, task: str) -> None:
         """The task's env on every shipped robot and every user robot registered so far."""
@@ -147,6 +152,13 @@ def unknown_env(name: str) -> str:
 
 def env_names() -> list[str]:
     return sorted(ENVS)
+
+
+def shipped_env_names() -> list[str]:
+    """ppolab's own envs (shipped robots x shipped tasks, and the envs of their own), whatever a program has
+    registered since: what `--help` lists, the same in every process."""
+    own = [f"{robot}_{task}" for robot in robot_file.shipped() for task in task_registry.SHIPPED_TASKS]
+    return sorted([*own, *task_registry.ENVS_OF_THEIR_OWN])
 
 
 @dataclass(frozen=True, eq=False)

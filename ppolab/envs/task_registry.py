@@ -70,7 +70,9 @@ ENVS_OF_THEIR_OWN: dict[str, Registration] = {  # envs that are not a task on a 
         "eval_freq": 25,
     })),
 }  # fmt: skip
+SHIPPED_TASKS = frozenset(_TASKS)
 _listeners: list = []  # called with each task registered later (the env registry adds its envs)
+_unlisteners: list = []  # called with each task unregistered (the env registry removes its envs)
 
 
 def task_names() -> tuple[str, ...]:
@@ -102,5 +104,17 @@ def register_task(cls: Any) -> None:
         listener(name)
 
 
-def on_register(listener) -> None:
+def unregister_task(name: str) -> None:
+    """Remove a task `register_task` added (a test's own task, so that the tests after it see ppolab's alone):
+    its envs go from every registry listening."""
+    if name not in _TASKS or name in SHIPPED_TASKS:
+        raise ValueError(f"task {name!r} is not a task registered with register_task")
+    del _TASKS[name]
+    for listener in _unlisteners:
+        listener(name)
+
+
+def on_register(listener, on_unregister=None) -> None:
     _listeners.append(listener)
+    if on_unregister is not None:
+        _unlisteners.append(on_unregister)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ppolab.envs import ENVS, env_names, unknown_env
+from ppolab.envs import ENVS, shipped_env_names, unknown_env
 from ppolab.ppo.lr_schedule import Schedule
 from ppolab.ppo.network import ActivationName
 from ppolab.runner.presets import with_preset
@@ -32,7 +32,7 @@ RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,99}")  # a folder name: no
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    env: str = Field(description="task to train: " + ", ".join(env_names()) + ", or NAME_walk, NAME_stand, "
+    env: str = Field(description="task to train: " + ", ".join(shipped_env_names()) + ", or NAME_walk, NAME_stand, "
                      "NAME_step of your robot file (--robot)")  # fmt: skip
     robot: str | None = Field(
         None,
