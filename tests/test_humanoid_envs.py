@@ -867,3 +867,38 @@ def test_walk_mode_switches_come_at_their_rate_from_each_envs_own_draws():
     moving = before == FORWARD
     share = (after[moving] != FORWARD).mean()  # forward -> in place: only the walk draw
     assert abs(share - 0.2) < 4 * np.sqrt(0.2 * 0.8 / moving.sum()), (share, moving.sum())
+
+
+def test_a_forward_mode_draws_new_speeds_at_speed_switch_prob_keeping_its_heading_and_line():
+    """speed_switch_prob: in the forward mode a new speed from forward_speed at that rate a step, the heading
+    reference and the line kept; never in the other modes; at 0 (the default) one speed a forward mode."""
+    from ppolab.envs.walk import FORWARD
+
+    def run(extra: dict, steps: int = 500):
+        env = make_env("g1_walk", 4, {"mode_probs": (0.0, 0.5, 0.5), "walk_switch_prob": 0.01, **extra})
+        for i in range(4):
+            env.reset_one(i, np.random.default_rng(7 + i))
+        rows = []
+        for _ in range(steps):
+            env.phase = (env.phase + 1) % env.period  # the clock, without stepping the physics
+            before = (env.mode.copy(), env.velocity[:, 0].copy(), env.heading_ref.copy(), env.line_origin.copy())
+            env._switch_modes()
+            rows.append((*before, env.mode.copy(), env.velocity[:, 0].copy(), env.heading_ref.copy(),
+                         env.line_origin.copy()))  # fmt: skip
+        return rows
+
+    plain, resampled = run({}), run({"speed_switch_prob": 0.05})
+    new = kept = 0
+    for mode, vx, ref, line, mode2, vx2, ref2, line2 in resampled:
+        stay = (mode == FORWARD) & (mode2 == FORWARD)
+        changed = stay & (vx != vx2)
+        new += changed.sum()
+        kept += stay.sum()
+        np.testing.assert_array_equal(ref[stay], ref2[stay])
+        np.testing.assert_array_equal(line[stay], line2[stay])
+        assert ((vx2[changed] >= 0.1) & (vx2[changed] <= 0.4)).all()
+        assert not (((mode != FORWARD) & (mode2 == mode)) & (vx != vx2)).any()
+    assert abs(new / kept - 0.05) < 4 * np.sqrt(0.05 * 0.95 / kept), (new, kept)
+    for mode, vx, _, _, mode2, vx2, _, _ in plain:
+        stay = (mode == FORWARD) & (mode2 == FORWARD)
+        np.testing.assert_array_equal(vx[stay], vx2[stay])

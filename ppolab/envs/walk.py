@@ -84,6 +84,10 @@ class WalkConfig(ClockedConfig):
         0.01, ge=0, le=1, description="chance per step, in double support, of standing <-> in place"
     )
     walk_switch_prob: float = Field(0.005, ge=0, le=1, description="chance per step of in place <-> forward")
+    speed_switch_prob: float = Field(0.0, ge=0, le=1, description="chance per step, in the forward mode, of a new "
+                                     "speed drawn from forward_speed and lateral_speed, the heading and the line "
+                                     "kept (0: one speed a forward mode, LHW's; 0.02 at 50 Hz: every 1 s "
+                                     "on average, as legged_gym and mjlab resample their commands)")  # fmt: skip
     heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
                                 "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
     heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
@@ -213,15 +217,18 @@ class WalkTask(RobotTask):
             self._switch_k = 0
         u = self._switch_u[:, self._switch_k]
         self._switch_k += 1
-        drawn = (u[:, 0] < c.stand_switch_prob) | (u[:, 1] < c.walk_switch_prob)
+        walk_switch = c.walk_switch_prob
+        drawn = (u[:, 0] < c.stand_switch_prob) | (u[:, 1] < walk_switch + c.speed_switch_prob)
         if not drawn.any():
             return
         for i in np.flatnonzero(drawn):
             mode = self.mode[i]
             if u[i, 0] < c.stand_switch_prob and self.double_support[self.phase[i]] and mode != FORWARD:
                 self._set_mode(i, IN_PLACE if mode == STANDING else STANDING, b.rngs[i])
-            elif u[i, 1] < c.walk_switch_prob and mode != STANDING:
+            elif u[i, 1] < walk_switch and mode != STANDING:
                 self._set_mode(i, IN_PLACE if mode == FORWARD else FORWARD, b.rngs[i])
+            elif walk_switch <= u[i, 1] < walk_switch + c.speed_switch_prob and mode == FORWARD:
+                self.velocity[i] = [b.rngs[i].uniform(*c.forward_speed), b.rngs[i].uniform(*c.lateral_speed)]
 
     def observe(self) -> np.ndarray:
         obs = np.concatenate(
