@@ -174,8 +174,8 @@ class RolloutStorage:
             self.critic_obs = self.obs
             if self.seg is None:
                 old_mean, old_std = actor.head(self.obs)
-                privileged = getattr(critic, "priv_norm", None) is not None
-                self.critic_obs = critic.inputs(self.obs, flat(traj.priv)) if privileged else self.obs
+                privileged = critic.priv_norm is not None
+                self.critic_obs = critic.inputs(self.obs, flat(traj.priv) if privileged else None)
                 values = critic.head(self.critic_obs).cpu().numpy().reshape(steps, slots)
                 final_values = np.zeros((steps, slots), values.dtype)  # only where an episode ended is it read
                 if traj.ended.any():
