@@ -45,7 +45,7 @@ def test_the_privileged_state_is_what_mujoco_says(name):
         touch = [d.sensor(f"{side_}_touch").data[0] for side_ in ("right", "left")]
         np.testing.assert_allclose(priv[i, 4:6], np.minimum(np.array(touch) / env.weight, 2.0), atol=1e-4)
         base = env.batch.base
-        friction, mass = m.geom_friction[0, 0] / base.geom_friction[0, 0], m.body_mass.sum() / base.body_mass.sum()
+        friction, mass = m.geom_friction[5, 0] / base.geom_friction[5, 0], m.body_mass.sum() / base.body_mass.sum()
         np.testing.assert_allclose(priv[i, 8:10], [friction, mass], atol=1e-5)
     np.testing.assert_allclose(priv[:, 10:], env.v_avg, atol=1e-6)
     assert abs(priv[:, 0]).max() > 0.01  # the robots move: the comparison above is not of zeros

@@ -430,7 +430,7 @@ class HumanoidBatch:
             bodies = self._dyn_bodies
             offset = rng.uniform(-r.com_offset, r.com_offset, (len(bodies), 3))
             m.body_ipos[bodies] = b.body_ipos[bodies] + s * offset
-        friction = m.geom_friction[0, 0] / max(b.geom_friction[0, 0], 1e-9)
+        friction = m.geom_friction[:, 0].sum() / max(b.geom_friction[:, 0].sum(), 1e-9)  # one factor for every geom
         self.dynamics[i] = friction, m.body_mass.sum() / b.body_mass.sum()
 
     # -- stepping -------------------------------------------------------------
