@@ -102,7 +102,7 @@ class WalkConfig(ClockedConfig):
                                  "crab walk drifts off the line while the heading holds)")  # fmt: skip
     rewards: WalkRewards = WalkRewards()  # type: ignore[valid-type]
     # what a setting added since meant before it existed: a saved config without it is read with these
-    legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0}
+    legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0, "speed_switch_prob": 0.0}
 
 
 class WalkTask(RobotTask):

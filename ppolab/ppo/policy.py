@@ -175,6 +175,7 @@ class RecurrentCritic(nn.Module):
     def __init__(self, norm: ObsNormalizer, obs_dim: int, hidden: list[int]) -> None:
         super().__init__()
         self.norm = norm
+        self.priv_norm = None  # it reads the observation alone (--privileged-critic is for the MLP critic)
         self.lstm = LSTMStack(obs_dim, hidden)
         self.out = nn.Linear(hidden[-1], 1)
 

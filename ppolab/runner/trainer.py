@@ -320,7 +320,8 @@ def _stopping(cfg: TrainConfig, passed: bool, elapsed: float) -> str | None:
 def _learner(cfg: TrainConfig, probe, device: torch.device, fresh: bool, notes: list[str]):
     """The networks (from `--continued` or standing, for a fresh run), the optimiser, the mirror maps and the
     update, its critic's process started (a fork: before any thread). What it did goes into `notes`."""
-    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim, privileged_dim(cfg, probe))
+    priv_dim = privileged_dim(cfg, probe)
+    actor, critic = build_networks(cfg, probe.obs_dim, probe.act_dim, priv_dim)
     if cfg.continued and fresh:
         notes += load_pretrained(cfg.continued, actor, critic, cfg.env)
         notes += fixed_std(actor, cfg)
@@ -334,7 +335,7 @@ def _learner(cfg: TrainConfig, probe, device: torch.device, fresh: bool, notes: 
     if isinstance(update, FusedUpdate) and fused_step.NOT_SCRIPTED:
         notes.append(f"Update: the fused epochs run from Python, slower, with the same results (TorchScript: "
                      f"{fused_step.NOT_SCRIPTED})")  # fmt: skip
-    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, critic.spec.sizes[0], device)
+    notes += start_critic_process(update, optimizer, hyper(cfg), cfg.batch_size, probe.obs_dim + priv_dim, device)
     return actor, critic, optimizer, mirror, update
 
 
