@@ -97,7 +97,8 @@ def collect(
     `privileged`: record the env's privileged state beside each observation (a privileged critic's input)."""
     n, obs_dim, act_dim = env.num_envs, env.obs_dim, env.act_dim
     priv_dim = env.privileged_dim if privileged else 0
-    state = env.privileged if privileged else (lambda: np.zeros((n, 0), np.float32))
+    none = np.zeros((n, 0), np.float32)
+    state = env.privileged if privileged else (lambda: none)  # no allocation a step without it
     policy = SamplingPolicy(params)
     lo, hi = first_slot, first_slot + n
     rngs = [slot_rng(seed, stream, iteration, s) for s in range(lo, hi)]
