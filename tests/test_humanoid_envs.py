@@ -802,13 +802,14 @@ def _walk_terms(env, target: np.ndarray, prev_target: np.ndarray, v_avg: np.ndar
     height = np.where(height < 0.01 + 0.05 * cmd[:, 1], 0.0, height)
     head = b.sensors[:, s.head_pos][:, :2] - b.qpos[:, :2]
     legs = b.qpos[:, b.layout.leg_qpos] - b.nominal_leg
+    ahead = np.maximum(c.velocity_scale, c.velocity_relative * np.abs(cmd[:, 1]))
     return {
         "foot_force": np.mean(np.tan(np.pi / 4 * clock * (2 * force - 1)), axis=1),
         "foot_velocity": np.mean(np.tan(np.pi / 4 * -clock * (2 * speed - 1)), axis=1),
         "root_accel": np.exp(-0.25 * (np.abs(b.qvel[:, 3:6]).sum(1) + np.abs(b.root_acc).sum(1))),
         "height": np.exp(-40 * height**2),
         "velocity": np.exp(-10 * ((v - cmd[:, 1:3]) ** 2).sum(1)),
-        "velocity_fine": np.exp(-((fine[:, 0] / c.velocity_scale) ** 2) - (fine[:, 1] / c.lateral_scale) ** 2),
+        "velocity_fine": np.exp(-((fine[:, 0] / ahead) ** 2) - (fine[:, 1] / c.lateral_scale) ** 2),
         "yaw_rate": np.exp(-10 * np.abs(b.qvel[:, 5] - cmd[:, 0]) ** 3),
         "heading": np.exp(-((env.heading_error / c.heading_scale) ** 2)),
         "upper_body": np.exp(-10 * np.linalg.norm(head, axis=1)),
@@ -818,17 +819,22 @@ def _walk_terms(env, target: np.ndarray, prev_target: np.ndarray, v_avg: np.ndar
     }
 
 
-@pytest.mark.parametrize("name", ["jvrc_walk", "h1_walk", "berkeley_walk"])
-def test_each_walking_reward_term_is_what_its_definition_says(name):
+@pytest.mark.parametrize(
+    "name, settings",
+    [("jvrc_walk", {}), ("h1_walk", {}), ("berkeley_walk", {}),
+     ("g1_walk", {"velocity_scale": 0.03, "velocity_relative": 0.4, "forward_speed": (0.05, 0.4)})],
+)  # fmt: skip
+def test_each_walking_reward_term_is_what_its_definition_says(name, settings):
     """The walking reward is written batched for speed (one concatenation per kind of reduction); with one
     weight at 1 and the rest 0 it must equal that term computed from its definition, on states a random
-    policy reaches (stumbles, falls, every mode)."""
+    policy reaches (stumbles, falls, every mode). g1_walk's case judges the fine velocity relative to the
+    command, on speeds either side of where the relative scale takes over from the absolute one."""
     from ppolab.envs.walk import WalkRewards
 
     fields = list(WalkRewards.model_fields)
     rng = np.random.default_rng(3)
     for k, term in enumerate(fields):
-        env = make_env(name, 4, {"rewards": {f: float(f == term) for f in fields}})
+        env = make_env(name, 4, {**settings, "rewards": {f: float(f == term) for f in fields}})
         for i in range(4):
             env.reset_one(i, np.random.default_rng(i))
         for _ in range(15 + 5 * k):
@@ -837,6 +843,8 @@ def test_each_walking_reward_term_is_what_its_definition_says(name):
         prev_target = rng.normal(0.0, 0.3, (4, env.act_dim))
         env._update_command()
         expected = _walk_terms(env, target, prev_target, env.v_avg.copy())[term]
+        relative = env.cfg.velocity_relative * np.abs(env.command[:, 1]) > env.cfg.velocity_scale
+        assert relative.any() == bool(settings) and (~relative).any(), "both scales in the relative case"
         np.testing.assert_allclose(env._reward(target, prev_target), expected, rtol=1e-9, atol=1e-12, err_msg=term)
 
 

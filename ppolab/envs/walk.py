@@ -14,7 +14,8 @@ turned. In the forward mode it also keeps the line the mode started on and adds 
 x the distance off it, back towards it, to the observed sideways command: a gait that crabs
 with its heading held is steered back. Two reward terms make the tracking tight: `heading` (the
 error itself) and `velocity_fine` (the velocity averaged over about half a gait cycle, on a
-0.05 m/s scale, beside LHW's broad instantaneous term). Measured in benchmarks/README.md.
+0.05 m/s scale, or one relative to the commanded speed with `velocity_relative`, beside LHW's broad
+instantaneous term). Measured in benchmarks/README.md.
 
 Observation: the robot state (root roll and pitch, root angular velocity, leg joint angles
 and velocities, and their torques where the robot's task says so), the clock (sin, cos),
@@ -61,8 +62,8 @@ WALK_TERMS = RewardTable(  # LHW's walking terms, with velocity_fine and heading
         0.2,
         EXP,
         1.0,
-        doc="the velocity averaged over about half a gait cycle: its squared "
-        "error over velocity_scale ahead and lateral_scale sideways",
+        doc="the velocity averaged over about half a gait cycle: its squared error over the scale ahead "
+        "(velocity_scale, or velocity_relative x the commanded speed where larger) and lateral_scale sideways",
     ),
     Term("upper_body", 0.05, EXP, 10.0, doc="the head's horizontal offset over the root"),
     Term("posture", 0.05, EXP, 1.0, doc="the legs' distance from the nominal pose"),
@@ -97,7 +98,12 @@ class WalkConfig(ClockedConfig):
     heading_standing: StrictBool = Field(True, description="the heading correction also while standing (the policy "
                                    "sees its heading error in every mode; false: only while stepping)")  # fmt: skip
     heading_scale: float = Field(0.1, gt=0, description="rad: the heading term's scale")
-    velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, ahead")
+    velocity_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, ahead (with "
+                                  "velocity_relative: its smallest)")  # fmt: skip
+    velocity_relative: float = Field(0.0, ge=0, le=2, description="the velocity_fine term's scale ahead as a share "
+                                     "of the commanded forward speed, where larger than velocity_scale: an error "
+                                     "judged relative to the command, as the speed checks judge it (0: "
+                                     "velocity_scale at every speed)")  # fmt: skip
     lateral_scale: float = Field(0.05, gt=0, description="m/s: the velocity_fine term's scale, sideways (a "
                                  "crab walk drifts off the line while the heading holds)")  # fmt: skip
     rewards: WalkRewards = WalkRewards()  # type: ignore[valid-type]
@@ -279,5 +285,5 @@ class WalkTask(RobotTask):
         self._leg_q = np.asarray(self.batch.layout.leg_qpos, dtype=np.int64)
         stance, swing = 2.0 / self.weight, 5.0  # touch x stance: 1 at half the weight; speed x swing: 1 at 0.2 m/s
         alpha = c.control_dt / VELOCITY_AVERAGE_S
-        self._params = np.array([stance, swing, alpha, 1.0 / c.velocity_scale, 1.0 / c.lateral_scale])
+        self._params = np.array([stance, swing, alpha, c.velocity_scale, 1.0 / c.lateral_scale, c.velocity_relative])
         self.rewards = WALK_TERMS.bind(self, c.rewards, SIZES)

@@ -59,7 +59,8 @@ def walk_reward(
     `mode_clock[mode, phase]` is an env's force clock (right, left: +1 bear weight, -1 swing); `at` holds
     where the sole velocities, the touch sensors and the head point start in a sensor row; `leg_q` the leg
     angles' places in qpos; `params` the touch and speed normalisers, the velocity average's weight and the
-    fine velocity's two scales. What each size is: walk.WALK_TERMS."""
+    fine velocity's scales (ahead: the smallest and the share of the command; sideways: its inverse). What
+    each size is: walk.WALK_TERMS."""
     sole, touch, head = at[0], at[1], at[2]
     touch_scale, speed_scale, alpha = params[0], params[1], params[2]
     count = len(SIZES)
@@ -92,7 +93,8 @@ def walk_reward(
             d = qpos[i, leg_q[j]] - nominal_leg[j]
             posture += d * d
         ex, ey = vx - command[i, 1], vy - command[i, 2]
-        fx, fy = (v_avg[i, 0] - command[i, 1]) * params[3], (v_avg[i, 1] - command[i, 2]) * params[4]
+        ahead = max(params[3], params[5] * abs(command[i, 1]))  # the scale ahead: absolute, or relative
+        fx, fy = (v_avg[i, 0] - command[i, 1]) / ahead, (v_avg[i, 1] - command[i, 2]) * params[4]
         hx, hy = s[head] - qpos[i, 0], s[head + 1] - qpos[i, 1]
         size[0], size[1], size[2] = force, speed, accel
         size[3], size[4] = torque_change, action_change
