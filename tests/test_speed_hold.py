@@ -16,3 +16,22 @@ def test_speed_hold_measures_each_speed_from_start_states_of_its_own():
         assert r["passed"] == (not r.get("missed"))
     assert short["passed"] == all(r["passed"] for r in short["speeds"])
     assert HOLD_SLOT > 3  # the straight check's three speeds use slots 1-3
+
+
+def test_noisy_speed_hold_samples_training_actions_at_the_policys_std():
+    """`noisy` adds the policy's std x a normal draw to the mean action, from a generator of the check's own:
+    the same figures twice, other figures than the mean action's, and the mean action's at a std of 0."""
+    import dataclasses
+
+    import numpy as np
+
+    from ppolab.evaluation.behaviour import Subject
+
+    subject = Subject.of(REPO / "pretrained" / "jvrc_walk")
+    still = Subject(subject.env, subject.env_config,
+                    dataclasses.replace(subject.params, std=np.zeros_like(subject.params.std)))  # fmt: skip
+    kw = {"speeds": (0.25,), "seconds": 2.0, "n": 2}
+    mean, noisy = speed_hold(subject, **kw), speed_hold(subject, noisy=True, **kw)
+    assert speed_hold(subject, noisy=True, **kw) == noisy
+    assert noisy["speeds"][0]["speed_m_s"] != mean["speeds"][0]["speed_m_s"]
+    assert speed_hold(still, noisy=True, **kw) == mean

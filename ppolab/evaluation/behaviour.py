@@ -103,12 +103,16 @@ def _start(policy: Policy, n: int, overrides: dict | None = None, stream_slot: i
     return env, SamplingPolicy(subject.params)
 
 
-def _run(env, actor, steps: int, each=None, gate: bool = False, failed=None) -> tuple[np.ndarray, int]:
+def _run(env, actor, steps: int, each=None, gate: bool = False, failed=None, noise=None) -> tuple[np.ndarray, int]:
     """Step with the mean action (`each(env)` after every step): which envs stayed up, and the steps run.
-    With `gate`, stop as soon as the check cannot pass: an env fell, or `failed()` says so."""
+    With `gate`, stop as soon as the check cannot pass: an env fell, or `failed()` says so. With `noise` (a
+    numpy Generator), the action training samples instead: the mean plus the policy's std x a normal draw."""
     alive = np.ones(env.num_envs, bool)
     for k in range(1, steps + 1):
-        _, _, terminated = env.step(actor(env.observe()))
+        action = actor(env.observe())
+        if noise is not None:
+            action = action + actor.std * noise.standard_normal(action.shape).astype(action.dtype)
+        _, _, terminated = env.step(action)
         alive &= ~terminated
         if each:
             each(env)
@@ -194,8 +198,11 @@ def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: i
     return _stopped(out, ran, steps, env.cfg.control_dt)
 
 
-def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int, gate: bool = False) -> dict:
+def _straight_at(
+    policy: Policy, speed: float, seconds: float, n: int, slot: int, gate: bool = False, noisy: bool = False
+) -> dict:
     env, actor = _start(policy, n, stream_slot=slot)
+    noise = np.random.default_rng(slot) if noisy else None
     env.set_command(FORWARD, vx=speed)
     window = round(10.0 / env.cfg.control_dt)
     steps = round(seconds / env.cfg.control_dt)
@@ -220,7 +227,7 @@ def _straight_at(policy: Policy, speed: float, seconds: float, n: int, slot: int
     def drifted() -> bool:  # a closed 10 s window already turned too far
         return count % window == 0 and float(np.degrees(np.abs(marks[-1] - marks[-2])).max()) > DRIFT_DEG
 
-    alive, ran = _run(env, actor, steps, each, gate, drifted)
+    alive, ran = _run(env, actor, steps, each, gate, drifted, noise)
     if count % window:
         marks.append(unwrapped.copy())  # the last, shorter window counts as a whole one: stricter
     moved = env.batch.qpos[:, :2] - start
@@ -266,13 +273,16 @@ HOLD_SPEEDS = (0.1, 0.2, 0.3, 0.4)  # m/s: the shipped walkers' command range, w
 HOLD_SLOT = 11  # the start states' stream slots from here on: none of them is a training check's start
 
 
-def speed_hold(policy: Policy, speeds: tuple[float, ...] = HOLD_SPEEDS, seconds: float = 60.0, n: int = 8) -> dict:
+def speed_hold(
+    policy: Policy, speeds: tuple[float, ...] = HOLD_SPEEDS, seconds: float = 60.0, n: int = 8, noisy: bool = False
+) -> dict:
     """Holding a commanded speed, off the checks' distribution: the straight check's bars (speed within 80-120%
     of the command, heading within 5 deg per 10 s, sideways within 10%), at `speeds` the checks do not use,
     for `seconds` (twice the checks'), from start states of their own. Not one of a task's training checks:
-    what a shipped walker must also do (`benchmarks/speed_hold.py`)."""
+    what a shipped walker must also do (`benchmarks/speed_hold.py`). `noisy`: with the action noise training
+    samples, to tell a gait that walks its commanded speed only under that noise from one that never does."""
     subject = Subject.of(policy)
-    runs = [_straight_at(subject, v, seconds, n, HOLD_SLOT + k) for k, v in enumerate(speeds)]
+    runs = [_straight_at(subject, v, seconds, n, HOLD_SLOT + k, noisy=noisy) for k, v in enumerate(speeds)]
     missed = [f"at {r['command_vx']:g} m/s: {m}" for r in runs for m in r.get("missed", [])]
     return _verdict({"speeds": runs}, {"; ".join(missed): not missed})
 
