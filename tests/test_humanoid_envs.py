@@ -910,3 +910,37 @@ def test_a_forward_mode_draws_new_speeds_at_speed_switch_prob_keeping_its_headin
     for mode, vx, _, _, mode2, vx2, _, _ in plain:
         stay = (mode == FORWARD) & (mode2 == FORWARD)
         np.testing.assert_array_equal(vx[stay], vx2[stay])
+
+
+def test_speed_ramp_grows_the_forward_speeds_drawn_with_the_training_iteration():
+    """speed_ramp [first, last]: up to `first` every forward mode is told forward_speed's slowest, between the
+    ends speeds up to the ramp's share of the range, from `last` the very draws of a run without the ramp
+    (each env's own generator, one draw a speed); an env whose iteration training never set (a check's,
+    evaluation's) draws the whole range. Resets and the in-run speed switches both follow it."""
+    from ppolab.envs.walk import FORWARD
+
+    def speeds(extra: dict, iteration: int | None, steps: int = 300) -> np.ndarray:
+        cfg = {"mode_probs": (0.0, 0.0, 1.0), "walk_switch_prob": 0.0, "speed_switch_prob": 0.2, **extra}
+        env = make_env("g1_walk", 6, cfg)
+        if iteration is not None:
+            env.set_iteration(iteration)
+        drawn = []
+        for i in range(6):
+            env.reset_one(i, np.random.default_rng(40 + i))
+        for _ in range(steps):
+            env._switch_modes()
+            assert (env.mode == FORWARD).all()
+            drawn.append(env.velocity[:, 0].copy())
+        return np.array(drawn)
+
+    ramp = {"speed_ramp": (10, 30)}
+    plain = speeds({}, None)
+    assert np.unique(plain).size > 50 and plain.min() >= 0.1 and plain.max() <= 0.4
+    np.testing.assert_array_equal(speeds(ramp, 0), 0.1)
+    np.testing.assert_array_equal(speeds(ramp, 10), 0.1)
+    half = speeds(ramp, 20)  # half the range: 0.1 to 0.25
+    assert half.min() >= 0.1 and half.max() <= 0.25 and half.max() > 0.23
+    np.testing.assert_allclose(half, 0.1 + (plain - 0.1) / 2, rtol=0, atol=1e-12)  # the same draws, scaled
+    np.testing.assert_array_equal(speeds(ramp, 30), plain)
+    np.testing.assert_array_equal(speeds(ramp, None), plain)
+    np.testing.assert_array_equal(speeds({}, 0), plain)  # no ramp: the whole range at any iteration

@@ -57,6 +57,18 @@ ScaleRange = Annotated[tuple[NonNegativeFloat, NonNegativeFloat], AfterValidator
 MassRange = Annotated[tuple[PositiveFloat, PositiveFloat], AfterValidator(_ordered)]
 IterationRange = Annotated[tuple[NonNegativeInt, NonNegativeInt], AfterValidator(_ordered)]
 Gains = dict[str, NonNegativeFloat]
+
+
+def ramp_share(ramp: tuple[int, int] | None, iteration: int) -> float:
+    """How far training is through an iteration ramp [first, last]: 0 up to `first`, 1 from `last`, linear
+    between; 1 without a ramp. The curricula that follow training's iteration (the randomisation's, the
+    walking task's speeds) read it, so that a resumed run continues where it was."""
+    if ramp is None or iteration >= ramp[1]:
+        return 1.0
+    first, last = ramp
+    return 0.0 if iteration <= first else (iteration - first) / (last - first)
+
+
 Weights3 = Annotated[tuple[float, float, float], AfterValidator(_weights)]
 Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_weights)]
 
@@ -116,10 +128,7 @@ class Randomization(BaseModel):
 
     def strength(self, iteration: int) -> float:
         """How much of the randomisation training gets at `iteration`: 0 none, 1 all of it (see `ramp`)."""
-        if self.ramp is None or iteration >= self.ramp[1]:
-            return 1.0
-        first, last = self.ramp
-        return 0.0 if iteration <= first else (iteration - first) / (last - first)
+        return ramp_share(self.ramp, iteration)
 
 
 class HumanoidConfig(BaseModel):

@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import Field, StrictBool
 
 from ppolab.envs.gait_clock import clock_observation, clock_tables
-from ppolab.envs.humanoid import Range, Weights3, yaw
+from ppolab.envs.humanoid import IterationRange, Range, Weights3, ramp_share, yaw
 from ppolab.envs.protocol import Marker
 from ppolab.envs.reward_terms import EXP, LINEAR, RewardTable, Term
 from ppolab.envs.robot_task import ClockedConfig, RobotTask
@@ -89,6 +89,11 @@ class WalkConfig(ClockedConfig):
                                      "speed drawn from forward_speed and lateral_speed, the heading and the line "
                                      "kept (0: one speed a forward mode, LHW's; 0.02 at 50 Hz: every 1 s "
                                      "on average, as legged_gym and mjlab resample their commands)")  # fmt: skip
+    speed_ramp: IterationRange | None = Field(None, description="training iterations [first, last] over which the "
+                                              "forward speeds drawn grow from forward_speed's slowest alone (up to "
+                                              "first) to its whole range (from last), linearly: a command curriculum "
+                                              "as legged_gym's. Checks and evaluation hold their own commands. null: "
+                                              "the whole range from the first iteration (LHW's)")  # fmt: skip
     heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
                                 "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
     heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
@@ -108,7 +113,8 @@ class WalkConfig(ClockedConfig):
                                  "crab walk drifts off the line while the heading holds)")  # fmt: skip
     rewards: WalkRewards = WalkRewards()  # type: ignore[valid-type]
     # what a setting added since meant before it existed: a saved config without it is read with these
-    legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0, "speed_switch_prob": 0.0}
+    legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0, "speed_switch_prob": 0.0,
+                                        "velocity_relative": 0.0, "speed_ramp": None}  # fmt: skip
 
 
 class WalkTask(RobotTask):
@@ -138,6 +144,7 @@ class WalkTask(RobotTask):
         self.v_avg = np.zeros((n, 2))  # body-frame velocity, averaged
         self.prev_torque = np.zeros((n, self.n_legs))
         self.held = False  # a fixed command (the behaviour checks, videos): no random switches
+        self.speed_share = 1.0  # how much of forward_speed's range the speeds drawn cover (`speed_ramp`)
         self.heading = np.zeros(n)  # the root's yaw after the last step
         self.heading_error = np.zeros(n)  # the heading reference minus the heading, wrapped
         self._switch_u, self._switch_k = np.empty((n, SWITCH_BLOCK, 2)), SWITCH_BLOCK  # the draws, the next one
@@ -162,9 +169,15 @@ class WalkTask(RobotTask):
         c = self.cfg
         self.mode[i] = mode
         self.rate[i] = rng.uniform(*c.turn_rate) if mode == IN_PLACE else 0.0
-        self.velocity[i] = [rng.uniform(*c.forward_speed), rng.uniform(*c.lateral_speed)] if mode == FORWARD else 0.0
+        self.velocity[i] = self._draw_velocity(rng) if mode == FORWARD else 0.0
         self.heading_ref[i] = yaw(self.batch.qpos[i : i + 1, 3:7])[0]  # a new mode starts from where it faces
         self.line_origin[i] = self.batch.qpos[i, :2]
+
+    def _draw_velocity(self, rng: np.random.Generator) -> list[float]:
+        """A forward mode's vx, vy: forward_speed's slowest up to its share of the range (`speed_ramp`)."""
+        c = self.cfg
+        lo, hi = c.forward_speed
+        return [rng.uniform(lo, lo + (hi - lo) * self.speed_share), rng.uniform(*c.lateral_speed)]
 
     def set_command(self, mode: int, yaw_rate: float = 0.0, vx: float = 0.0, vy: float = 0.0) -> None:
         """Every env in `mode` with this command, held: the mode never switches (checks, videos)."""
@@ -210,6 +223,7 @@ class WalkTask(RobotTask):
         iteration samples never depends on the one before it (a resumed run starts on fresh envs)."""
         super().set_iteration(iteration)
         self._switch_k = SWITCH_BLOCK
+        self.speed_share = ramp_share(self.cfg.speed_ramp, iteration)
 
     def _switch_modes(self) -> None:
         """Standing <-> in place (only in double support) and in place <-> forward, at random. Each env's two
@@ -234,7 +248,7 @@ class WalkTask(RobotTask):
             elif u[i, 1] < walk_switch and mode != STANDING:
                 self._set_mode(i, IN_PLACE if mode == FORWARD else FORWARD, b.rngs[i])
             elif walk_switch <= u[i, 1] < walk_switch + c.speed_switch_prob and mode == FORWARD:
-                self.velocity[i] = [b.rngs[i].uniform(*c.forward_speed), b.rngs[i].uniform(*c.lateral_speed)]
+                self.velocity[i] = self._draw_velocity(b.rngs[i])
 
     def observe(self) -> np.ndarray:
         obs = np.concatenate(
