@@ -57,6 +57,8 @@ ScaleRange = Annotated[tuple[NonNegativeFloat, NonNegativeFloat], AfterValidator
 MassRange = Annotated[tuple[PositiveFloat, PositiveFloat], AfterValidator(_ordered)]
 IterationRange = Annotated[tuple[NonNegativeInt, NonNegativeInt], AfterValidator(_ordered)]
 Gains = dict[str, NonNegativeFloat]
+Weights3 = Annotated[tuple[float, float, float], AfterValidator(_weights)]
+Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_weights)]
 
 
 def ramp_share(ramp: tuple[int, int] | None, iteration: int) -> float:
@@ -67,10 +69,6 @@ def ramp_share(ramp: tuple[int, int] | None, iteration: int) -> float:
         return 1.0
     first, last = ramp
     return 0.0 if iteration <= first else (iteration - first) / (last - first)
-
-
-Weights3 = Annotated[tuple[float, float, float], AfterValidator(_weights)]
-Weights5 = Annotated[tuple[float, float, float, float, float], AfterValidator(_weights)]
 
 
 class Perturbation(BaseModel):
