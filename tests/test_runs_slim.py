@@ -6,6 +6,7 @@ import gzip
 import json
 import shutil
 
+import pytest
 from conftest import TINY, make_sweep, only_run_dir, run_ppolab
 
 
@@ -37,7 +38,12 @@ def test_a_slimmed_sweep_reads_the_same_in_analyze_compare_and_report(tmp_path):
     names = sorted(p.name for p in run.iterdir())
     assert "actor.pt" in names and not [n for n in names if n.endswith(".pt") and n != "actor.pt"], names
     assert "metrics.jsonl" not in names and not [n for n in names if n.startswith("events.out")], names
-    assert gzip.decompress((run / "metrics.jsonl.gz").read_bytes()).decode() == records
+    slimmed = gzip.decompress((run / "metrics.jsonl.gz").read_bytes()).decode().splitlines()
+    assert len(slimmed) == len(records.splitlines())
+    for raw, kept in zip(records.splitlines(), slimmed, strict=True):  # the same records, to eight digits
+        a, b = json.loads(raw), json.loads(kept)
+        assert a.pop("type") == b.pop("type") and b == pytest.approx(a, rel=1e-7), kept
+        assert all(float(f"{v:.8g}") == v for v in b.values() if isinstance(v, float)), kept
     assert not (sweep / "logs" / "control-s1.log").exists()  # the byte-identical copy of train.log
     assert "Training finished." in (run / "train.log").read_text().splitlines()[-1]
     assert _views(sweep) == before
@@ -51,6 +57,11 @@ def test_a_slimmed_sweep_reads_the_same_in_analyze_compare_and_report(tmp_path):
     assert again.returncode == 0, again.stderr
     runs = json.loads(again.stdout)["runs"]
     assert [r["removed"] for r in runs] == [[], []] and [r["kept"] for r in runs] == [["actor.pt"], ["actor.pt"]]
+
+    rounded = (run / "metrics.jsonl.gz").read_bytes()  # a run slimmed before the rounding: rounded the same
+    (run / "metrics.jsonl.gz").write_bytes(gzip.compress(records.encode()))
+    assert run_ppolab("runs", "slim", str(run)).returncode == 0
+    assert (run / "metrics.jsonl.gz").read_bytes() == rounded and _views(sweep) == before
 
 
 def test_unfinished_and_foreign_folders_are_left_alone(tmp_path):

@@ -8,7 +8,8 @@ from pathlib import Path
 from ppolab.errors import UserError
 
 HELP = """Reduce finished run folders to what analyze, compare, report and repro read: metrics.jsonl
-compressed (metrics.jsonl.gz), train.log cut to its head and tail, a sweep's byte-identical
+compressed (metrics.jsonl.gz, numbers to eight significant digits), train.log cut to its head
+and tail, a sweep's byte-identical
 copy of it (SWEEP/logs/RUN.log) removed, checkpoints and TensorBoard files removed except
 those --keep names. analyze, compare and report give the same output after as before.
 

@@ -5,7 +5,10 @@ command and provenance, and the one actor a user may still play. Checkpoints, Te
 console logs are most of its bytes (a 50-minute humanoid run: 7 MB, of which 0.3 MB is the actor). Slimming keeps
 what analyze, compare, report and repro read, so they give the same output before and after:
 
-- metrics.jsonl becomes metrics.jsonl.gz, written whole and read back record for record before the original goes;
+- metrics.jsonl becomes metrics.jsonl.gz, its numbers to DIGITS significant digits (a float32's worth, as
+  TensorBoard keeps scalars, and more than any reader prints; a float64's further digits are noise that compresses
+  badly, two fifths of the file's bytes), written whole and read back record for record before the original goes;
+  a metrics.jsonl.gz slimmed before the rounding is rounded the same;
 - train.log keeps its head (the run's settings) and tail (the summary line readers take the run time from);
 - a sweep's or study's copy of a run's console output (SWEEP/logs/RUN.log, TRIAL/RUN.log) goes when it is the
   same bytes as train.log, and is cut like train.log when it differs (several attempts, or a resume by hand);
@@ -22,13 +25,25 @@ from __future__ import annotations
 import filecmp
 import gzip
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ppolab.errors import UserError
 from ppolab.util.files import atomic_write_bytes, atomic_write_text
-from ppolab.util.run_folder import ACTOR, LAST, LOG, METRICS, METRICS_GZ, RUN_JSON, RunFolder, read_records
+from ppolab.util.run_folder import (
+    ACTOR,
+    LAST,
+    LOG,
+    METRICS,
+    METRICS_GZ,
+    RUN_JSON,
+    Records,
+    RunFolder,
+    parse_line,
+    read_records,
+)  # fmt: skip
 
 KEEPS = ("actor", "passing", "events", "log")
 KEEP_HELP = (
@@ -38,6 +53,7 @@ KEEP_HELP = (
 )
 LOG_HEAD, LOG_TAIL = 80, 40  # lines: the settings printed at the start, the last iterations and summary line
 CHECKPOINT = re.compile(r"(actor|critic)(_\d+)?\.pt|last\.pt")
+DIGITS = 8  # significant digits a slimmed record keeps: reports print at most five
 
 
 @dataclass
@@ -146,8 +162,8 @@ def slim(path: Path, keep: set[str], dry_run: bool = False, unfinished: bool = F
             copy.unlink()
     if folder.metrics.is_file():
         out.removed.append(f"{METRICS} (now {METRICS_GZ})")
-        if not dry_run:
-            compress_metrics(folder)
+    if not dry_run:
+        compress_metrics(folder)
     if "log" not in keep and not dry_run:
         trim_log(folder.log)
         if copy is None and (other := _sweep_log(path)) is not None:
@@ -181,13 +197,50 @@ def _sweep_log_copy(folder: RunFolder) -> Path | None:
 
 
 def compress_metrics(folder: RunFolder) -> None:
-    """metrics.jsonl -> metrics.jsonl.gz, the original removed only once the copy reads back the same records."""
-    raw = folder.metrics.read_bytes()
-    atomic_write_bytes(folder.metrics_gz, gzip.compress(raw, compresslevel=9, mtime=0))
-    if read_records(folder.metrics_gz) != read_records(folder.metrics):
-        folder.metrics_gz.unlink()
-        raise OSError(f"{folder.metrics_gz}: read back different records; {METRICS} kept")
-    folder.metrics.unlink()
+    """metrics.jsonl (or a metrics.jsonl.gz not yet rounded) -> metrics.jsonl.gz with every record's numbers to
+    DIGITS significant digits; the original goes only once the copy reads back the same records. Lines that are
+    not records stay as they were; a file already rounded is left alone."""
+    source = folder.metrics if folder.metrics.is_file() else folder.metrics_gz
+    raw = source.read_bytes()
+    text = (_gunzip(source, raw) if source == folder.metrics_gz else raw).decode("utf-8", errors="replace")
+    lines = [_rounded(line) for line in text.splitlines()]
+    if source == folder.metrics_gz and lines == text.splitlines():
+        return
+    expected = Records()
+    for line in lines:
+        expected.add(line)
+    expected.iterations.sort(key=lambda r: r["iteration"])
+    data = "".join(line + "\n" for line in lines).encode()
+    atomic_write_bytes(folder.metrics_gz, gzip.compress(data, compresslevel=9, mtime=0))
+    if read_records(folder.metrics_gz) != expected:
+        if source == folder.metrics:
+            folder.metrics_gz.unlink()
+        else:
+            atomic_write_bytes(source, raw)  # the records as they were
+        raise OSError(f"{folder.metrics_gz}: read back different records; {source.name} kept as it was")
+    if source == folder.metrics:
+        folder.metrics.unlink()
+
+
+def _gunzip(path: Path, raw: bytes) -> bytes:
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, gzip.BadGzipFile, ValueError) as exc:
+        raise OSError(f"{path}: not a whole gzip file ({exc})") from None
+
+
+def _rounded(line: str) -> str:
+    """One metrics line with its record's floats to DIGITS significant digits; a line that is no record as is."""
+    rec = parse_line(line)
+    if rec is None:
+        return line
+    return json.dumps({k: _round(v) for k, v in rec.items()})
+
+
+def _round(value: object) -> object:
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{DIGITS}g}")
+    return value
 
 
 def trim_log(log: Path) -> None:
