@@ -39,10 +39,11 @@ from ppolab.util.run_folder import (
     METRICS,
     METRICS_GZ,
     RUN_JSON,
-    Records,
     RunFolder,
+    metrics_text,
     parse_line,
     read_records,
+    records_of,
 )  # fmt: skip
 
 KEEPS = ("actor", "passing", "events", "log")
@@ -201,15 +202,11 @@ def compress_metrics(folder: RunFolder) -> None:
     DIGITS significant digits; the original goes only once the copy reads back the same records. Lines that are
     not records stay as they were; a file already rounded is left alone."""
     source = folder.metrics if folder.metrics.is_file() else folder.metrics_gz
-    raw = source.read_bytes()
-    text = (_gunzip(source, raw) if source == folder.metrics_gz else raw).decode("utf-8", errors="replace")
+    raw, text = source.read_bytes(), metrics_text(source)
     lines = [_rounded(line) for line in text.splitlines()]
     if source == folder.metrics_gz and lines == text.splitlines():
         return
-    expected = Records()
-    for line in lines:
-        expected.add(line)
-    expected.iterations.sort(key=lambda r: r["iteration"])
+    expected = records_of(lines)
     data = "".join(line + "\n" for line in lines).encode()
     atomic_write_bytes(folder.metrics_gz, gzip.compress(data, compresslevel=9, mtime=0))
     if read_records(folder.metrics_gz) != expected:
@@ -220,13 +217,6 @@ def compress_metrics(folder: RunFolder) -> None:
         raise OSError(f"{folder.metrics_gz}: read back different records; {source.name} kept as it was")
     if source == folder.metrics:
         folder.metrics.unlink()
-
-
-def _gunzip(path: Path, raw: bytes) -> bytes:
-    try:
-        return gzip.decompress(raw)
-    except (EOFError, gzip.BadGzipFile, ValueError) as exc:
-        raise OSError(f"{path}: not a whole gzip file ({exc})") from None
 
 
 def _rounded(line: str) -> str:

@@ -81,20 +81,30 @@ class Records:
         return next((r for r in sorted(self.checks, key=lambda r: r["iteration"]) if r["passed"]), None)
 
 
-def read_records(path: Path) -> Records:
-    """Every record of a metrics file (metrics.jsonl, or a slimmed run's metrics.jsonl.gz), iterations sorted by
-    iteration; OSError if it cannot be read."""
-    out = Records()
+def metrics_text(path: Path) -> str:
+    """A metrics file's text (metrics.jsonl, or a slimmed run's metrics.jsonl.gz); OSError if it cannot be read."""
     data = path.read_bytes()
     if path.name.endswith(".gz"):
         try:
             data = gzip.decompress(data)
         except (EOFError, gzip.BadGzipFile, ValueError) as exc:
             raise OSError(f"{path}: not a whole gzip file ({exc})") from None
-    for line in data.decode("utf-8", errors="replace").splitlines():
+    return data.decode("utf-8", errors="replace")
+
+
+def records_of(lines: list[str]) -> Records:
+    """The records among metrics lines, iterations sorted by iteration."""
+    out = Records()
+    for line in lines:
         out.add(line)
     out.iterations.sort(key=lambda r: r["iteration"])
     return out
+
+
+def read_records(path: Path) -> Records:
+    """Every record of a metrics file (metrics.jsonl, or a slimmed run's metrics.jsonl.gz), iterations sorted by
+    iteration; OSError if it cannot be read."""
+    return records_of(metrics_text(path).splitlines())
 
 
 class RunFolder:
