@@ -106,8 +106,8 @@ def test_a_sweep_on_time_to_pass_reports_it_and_the_tracker_gives_the_median(tmp
     assert "**Verdict: supported.**" in results and "passes its behaviour checks in less wall time" in results
     assert "Median time to pass (Kaplan-Meier)" in results and "Passed Checks" in results
     rows = [re.sub(r" +", " ", line) for line in results.split("## Behaviour checks")[1].splitlines()]
-    assert "| control-s5 | 99 | walk fails (at 99) | walk 0.50 |" in rows  # the censored run: what it last did
-    assert "| fast-s1 | 99 | passed at 9 | walk 0.95 |" in rows
+    assert "| control-s5 | 99 | walk fails (at 99) | walk 0.50 | walk - |" in rows  # the censored run: what it last did
+    assert "| fast-s1 | 99 | passed at 9 | walk 0.95 | walk 9 |" in rows
     assert "![time_to_pass.png](plots/time_to_pass.png)" in results and "a + marks a run that ended" in results
     assert (folder / "plots" / "time_to_pass.png").read_bytes().startswith(b"\x89PNG")
     tracker = (tmp_path / "experiments" / "experiment-tracker.md").read_text()
@@ -191,3 +191,22 @@ def test_a_run_ended_by_its_time_limit_is_judged_censored_there_and_the_advice_n
                             stop_at=at + 1, passes_at=at, fps=fps) for s, at in ((3, 99), (4, 199))]  # fmt: skip
     text = compare([out_of_time, *passed], metric="time_to_pass")
     assert "raise time_limit" in text and "raise n_itr" not in text
+
+
+def test_each_check_first_passes_where_a_round_first_got_past_it_and_a_check_never_passed_says_so():
+    from ppolab.util.run_folder import Records
+
+    def round_(it: int, **passed: int) -> dict:
+        return {
+            "type": "check",
+            "iteration": it,
+            "passed": int(all(passed.values()) and len(passed) == 3),
+            **{f"{name}.passed": v for name, v in passed.items()},
+            "straight.speeds.0.passed": 0,
+        }
+
+    records = Records(checks=[round_(99, walk=0), round_(49, walk=0), round_(149, walk=1, stand=1, turn=0),
+                              round_(199, walk=0), round_(249, walk=1, stand=1, turn=1)])  # fmt: skip
+    assert records.check_firsts() == {"walk": 149, "stand": 149, "turn": 249}  # a failure after a pass keeps it
+    assert Records(checks=[round_(49, walk=0)]).check_firsts() == {"walk": None}
+    assert Records().check_firsts() == {}

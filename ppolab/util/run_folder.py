@@ -80,6 +80,19 @@ class Records:
         """The first round of checks that passed, or None (never checked, or never passed: censored)."""
         return next((r for r in sorted(self.checks, key=lambda r: r["iteration"]) if r["passed"]), None)
 
+    def check_firsts(self) -> dict[str, int | None]:
+        """Each check's first passing iteration (None: never passed), in the order a round runs them: which
+        check a run waited on last, and from when. A round stops at its first failure, so a later check is
+        first seen passing no sooner than every check before it."""
+        firsts: dict[str, int | None] = {}
+        for rec in sorted(self.checks, key=lambda r: r["iteration"]):
+            for key, value in rec.items():
+                if key.count(".") == 1 and key.endswith(".passed"):
+                    name = key.split(".")[0]
+                    if firsts.get(name) is None:
+                        firsts[name] = rec["iteration"] if value else None
+        return firsts
+
 
 def metrics_text(path: Path) -> str:
     """A metrics file's text (metrics.jsonl, or a slimmed run's metrics.jsonl.gz); OSError if it cannot be read."""
