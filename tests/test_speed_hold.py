@@ -35,3 +35,20 @@ def test_noisy_speed_hold_samples_training_actions_at_the_policys_std():
     assert speed_hold(subject, noisy=True, **kw) == noisy
     assert noisy["speeds"][0]["speed_m_s"] != mean["speeds"][0]["speed_m_s"]
     assert speed_hold(still, noisy=True, **kw) == mean
+
+
+def test_the_checks_keep_their_speeds_when_check_speed_holds_them_and_training_draws_from_elsewhere():
+    """straight runs at the sixths of the checks' range and walk at 3/4 of its top: forward_speed's by
+    default, check_speed's when given, so a training range can move while the checks stay."""
+    from ppolab.evaluation.behaviour import Subject, straight, walk
+
+    subject = Subject.of(REPO / "pretrained" / "jvrc_walk")
+
+    def speeds(**cfg) -> tuple[list[float], float]:
+        s = Subject(subject.env, {**subject.env_config, **cfg}, subject.params)
+        ran = straight(s, seconds=0.2, n=1)["speeds"]
+        return [r["command_vx"] for r in ran], walk(s, seconds=0.2, n=1)["command_vx"]
+
+    assert speeds(forward_speed=(0.0, 0.4)) == ([0.067, 0.2, 0.333], 0.3)
+    assert speeds(forward_speed=(0.0, 0.4), check_speed=(0.1, 0.4)) == ([0.15, 0.25, 0.35], 0.3)
+    assert speeds(forward_speed=(0.1, 0.4), check_speed=(0.1, 0.6)) == ([0.183, 0.35, 0.517], 0.45)

@@ -94,6 +94,9 @@ class WalkConfig(ClockedConfig):
                                               "first) to its whole range (from last), linearly: a command curriculum "
                                               "as legged_gym's. Checks and evaluation hold their own commands. null: "
                                               "the whole range from the first iteration (LHW's)")  # fmt: skip
+    check_speed: Range | None = Field(None, description="m/s: the range the behaviour checks take their speeds "
+                                      "from (walk: 3/4 of its top; straight: its sixths), so that a training "
+                                      "range can change while the checks stay. null: forward_speed")  # fmt: skip
     heading_gain: float = Field(1.0, ge=0, le=20, description="rad/s of yaw command per rad of heading error "
                                 "while stepping (0: LHW's open-loop yaw command)")  # fmt: skip
     heading_limit: float = Field(0.5, gt=0, description="rad/s: the heading correction's largest command")
@@ -114,7 +117,8 @@ class WalkConfig(ClockedConfig):
     rewards: WalkRewards = WalkRewards()  # type: ignore[valid-type]
     # what a setting added since meant before it existed: a saved config without it is read with these
     legacy: ClassVar[dict[str, Any]] = {"heading_standing": False, "lateral_gain": 0.0, "speed_switch_prob": 0.0,
-                                        "velocity_relative": 0.0, "speed_ramp": None}  # fmt: skip
+                                        "velocity_relative": 0.0, "speed_ramp": None,
+                                        "check_speed": None}  # fmt: skip
 
 
 class WalkTask(RobotTask):

@@ -168,9 +168,14 @@ def _heading(env) -> np.ndarray:
     return yaw(env.batch.qpos[:, 3:7])
 
 
+def _check_range(cfg) -> tuple[float, float]:
+    """The speeds the walk and straight checks are placed in: the task's check_speed, else its forward_speed."""
+    return tuple(getattr(cfg, "check_speed", None) or cfg.forward_speed)
+
+
 def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:
     env, actor = _start(policy, n)
-    speed = round(0.75 * env.cfg.forward_speed[1], 3) if speed is None else speed
+    speed = round(0.75 * _check_range(env.cfg)[1], 3) if speed is None else speed
     env.set_command(FORWARD, vx=speed)
     steps = round(seconds / env.cfg.control_dt)
     start, heading = env.batch.qpos[:, :2].copy(), _heading(env)
@@ -254,11 +259,11 @@ def _straight_at(
 
 
 def straight(policy: Policy, seconds: float = 30.0, n: int = 8, gate: bool = False) -> dict:
-    """Forward at three speeds across the command range (its sixths: 1/6, 1/2, 5/6), `seconds` each; with
+    """Forward at three speeds across the checks' range (its sixths: 1/6, 1/2, 5/6), `seconds` each; with
     `gate`, the speeds after the first that fails are not run."""
     subject = Subject.of(policy)
     env = make_env(subject.env, 1, subject.env_config)
-    lo, hi = env.cfg.forward_speed
+    lo, hi = _check_range(env.cfg)
     speeds = [round(lo + (hi - lo) * f, 3) for f in (1 / 6, 1 / 2, 5 / 6)]
     runs = []
     for slot, v in enumerate(speeds, start=1):
