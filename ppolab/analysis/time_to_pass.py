@@ -19,6 +19,7 @@ from typing import Literal
 import numpy as np
 
 from ppolab.analysis.stats import ALPHA, holm
+from ppolab.util.run_folder import check_passes
 
 PassMetric = Literal["time_to_pass", "steps_to_pass"]
 PASS_METRICS: dict[str, tuple[str, str]] = {  # metric -> (its key in a check record and a summary, its unit)
@@ -45,7 +46,7 @@ def first_pass(checks: list[dict]) -> dict | None:
         return None
     ordered = sorted(checks, key=lambda r: r["iteration"])
     rec = next((r for r in ordered if r["passed"]), ordered[-1])
-    most = max(sum(bool(v) for k, v in r.items() if k.count(".") == 1 and k.endswith(".passed")) for r in ordered)
+    most = max(sum(check_passes(r).values()) for r in ordered)
     return {"passed": bool(rec["passed"]), "seconds": float(rec["total_time"]), "env_steps": int(rec["total_steps"]),
             "iteration": int(rec["iteration"]), "rounds": len(ordered), "checks_passed": most}  # fmt: skip
 

@@ -170,7 +170,7 @@ def _heading(env) -> np.ndarray:
 
 def _check_range(cfg) -> tuple[float, float]:
     """The speeds the walk and straight checks are placed in: the task's check_speed, else its forward_speed."""
-    return tuple(getattr(cfg, "check_speed", None) or cfg.forward_speed)
+    return tuple(cfg.check_speed or cfg.forward_speed)
 
 
 def walk(policy: Policy, speed: float | None = None, seconds: float = 10.0, n: int = 8, gate: bool = False) -> dict:

@@ -14,7 +14,7 @@ from ppolab.experiments.plan import PlannedRun, total_steps
 from ppolab.experiments.spec import SWEEP_FILE, SweepSpec, sweep_name
 from ppolab.experiments.state import RESULTS_FILE, STATE_FILE, SweepState
 from ppolab.runner.config import seconds_left
-from ppolab.util.run_folder import Records, RunFolder
+from ppolab.util.run_folder import Records, RunFolder, check_passes
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count, table
 
@@ -91,7 +91,7 @@ def check_label(records: Records) -> str | None:
     if first := records.first_pass():
         return f"passed at {first['iteration']}"
     last = max(records.checks, key=lambda r: r["iteration"])
-    failed = [k.split(".")[0] for k, v in last.items() if k.count(".") == 1 and k.endswith(".passed") and not v]
+    failed = [name for name, passed in check_passes(last).items() if not passed]
     return f"{failed[0] if failed else 'a check'} fails (at {last['iteration']})"
 
 

@@ -86,12 +86,16 @@ class Records:
         first seen passing no sooner than every check before it."""
         firsts: dict[str, int | None] = {}
         for rec in sorted(self.checks, key=lambda r: r["iteration"]):
-            for key, value in rec.items():
-                if key.count(".") == 1 and key.endswith(".passed"):
-                    name = key.split(".")[0]
-                    if firsts.get(name) is None:
-                        firsts[name] = rec["iteration"] if value else None
+            for name, passed in check_passes(rec).items():
+                if firsts.get(name) is None:
+                    firsts[name] = rec["iteration"] if passed else None
         return firsts
+
+
+def check_passes(record: dict) -> dict[str, bool]:
+    """Each check's verdict in one round's record ('walk.passed' -> walk), in the order the round ran them;
+    a check after the round's first failure was not run and is absent."""
+    return {key.split(".")[0]: bool(v) for key, v in record.items() if key.count(".") == 1 and key.endswith(".passed")}
 
 
 def metrics_text(path: Path) -> str:
