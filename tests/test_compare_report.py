@@ -302,3 +302,21 @@ def test_compare_and_report_read_state_and_take_list_valued_flags(tmp_path):
     text = (sweep / "results.md").read_text()
     assert "from 5 finished of 6 planned runs" in text
     assert "**Verdict: inconclusive.** Not decided, runs are missing: wide has 2 of 3 planned seeds finished" in text
+
+
+def test_runs_alike_but_for_the_env_they_trained_split_by_it(swept, tmp_path):
+    """Two sweeps of one command (`--env X`, nothing else) either side of a preset or robot-file change: their
+    config.yaml agree, their env.yaml do not. They are two configurations, told apart by the env setting; runs
+    whose env.yaml agree still pool."""
+    before, after = tmp_path / "before" / "runs", tmp_path / "after" / "runs"
+    for seed in (1, 2, 3):
+        shutil.copytree(swept / "runs" / f"control-s{seed}", before / f"preset-s{seed}")
+        shutil.copytree(swept / "runs" / f"control-s{seed}", after / f"preset-s{seed}")
+        env = after / f"preset-s{seed}" / "env.yaml"
+        env.write_text(env.read_text().replace("pole_mass: 0.1", "pole_mass: 0.2"))
+    runs = [str(p) for p in sorted(before.iterdir()) + sorted(after.iterdir())]
+    out = run_ppolab("compare", *runs, timeout=120).stdout
+    assert re.search(r"\| after/preset-s1 +\|.*env\.pole_mass=0\.2", out), out
+    assert re.search(r"after/preset (vs|is|and) ", out) and "| after/preset " in out, out
+    pooled = run_ppolab("compare", *[str(p) for p in sorted(before.iterdir())], timeout=120).stdout
+    assert "| preset | 3 of 3 |" in re.sub(r" +", " ", pooled), pooled

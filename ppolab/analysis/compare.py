@@ -1,6 +1,6 @@
 """`ppolab compare`: a table of runs and an analysis computed from their configs and metrics.
 
-Runs that differ only in seed form one configuration. The control is the first
+Runs that differ only in seed (flags and env settings alike) form one configuration. The control is the first
 configuration (the sweep file's first run, or the first run named). Only finished
 runs are judged: a run is finished when it completed every iteration its config
 asks for (and, in a sweep, state.json says "done"); the others are listed and kept
@@ -58,7 +58,7 @@ from ppolab.errors import UserError
 from ppolab.runner.config import TrainConfig
 from ppolab.runner.run_files import read_config
 from ppolab.util import tables
-from ppolab.util.run_folder import CONFIG, RunFolder
+from ppolab.util.run_folder import CONFIG, ENV, RunFolder
 from ppolab.util.run_state import RunState
 from ppolab.util.tables import count
 
@@ -87,6 +87,7 @@ class Run:
     summary: RunSummary | None
     status: str = "finished"  # or why the run is not judged
     improving: str | None = None  # why it had not levelled off, if it had not
+    env: dict | None = None  # the env settings it trained with, flattened (env_settings); None without env.yaml
 
     @property
     def finished(self) -> bool:
@@ -215,7 +216,7 @@ def load_runs(paths: list[tuple[str, Path]], states: dict[str, str] | None = Non
         cfg = read_config(path)
         rec = load_run(path) if RunFolder(path).has_metrics() or RunFolder(path).log.exists() else None
         summary = summarize(rec) if rec is not None else None
-        run = Run(name, path, cfg, summary, _status(cfg, summary, state))
+        run = Run(name, path, cfg, summary, _status(cfg, summary, state), env=env_settings(path, cfg))
         if rec is not None and summary:
             run.improving = climbing_at_end(cfg, summary, rec)
         runs.append(run)
@@ -237,17 +238,47 @@ def _label(name: str) -> str:
     return name.rsplit("-s", 1)[0] if name.rsplit("-s", 1)[-1].isdigit() else name
 
 
+def env_settings(path: Path, config: dict) -> dict | None:
+    """The env settings a run trained with, flattened ("physics_dt": 0.004, "robot.gains.kp.Hip": 150.0): its
+    env.yaml, a setting added since filled as it was (env_config.restore). Why: a preset or robot file that
+    changed between two sweeps changes no config.yaml key, and two sweeps' "preset" runs must not pool. None
+    without an env.yaml (a folder from before runs kept one)."""
+    from ppolab.envs import env_config
+
+    file = path / ENV
+    if not file.is_file():
+        return None
+    saved = yaml.safe_load(file.read_text())
+    try:
+        saved = env_config.restore(str(config.get("env")), saved)
+    except (UserError, KeyError, ValueError, TypeError):  # an env this ppolab cannot name: the file as it is
+        pass
+    return _flat(saved) if isinstance(saved, dict) else None
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    out: dict = {}
+    for k, v in data.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        elif v is not None:  # a null setting reads as one not written (a field added since, not in its legacy)
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def group(runs: list[Run]) -> list[Configuration]:
-    """Configurations in the order of their first run; runs without a config join theirs by name."""
-    configs: dict[str, Configuration] = {}
+    """Configurations in the order of their first run; runs without a config join theirs by name. Runs with
+    equal hyperparameters split by the env settings they trained with (a run without env.yaml joins the first
+    of them), and each such configuration's params then hold the env settings that tell them apart."""
+    by_params: dict[str, list[Run]] = {}
     for run in runs:
-        if run.config is None:
-            continue
-        params = hyperparameters(run.config)
-        key = yaml.safe_dump(params, sort_keys=True)
-        configs.setdefault(key, Configuration(_label(run.name), params)).runs.append(run)
-    by_label = {c.label: c for c in configs.values()}
-    out = list(configs.values())
+        if run.config is not None:
+            by_params.setdefault(yaml.safe_dump(hyperparameters(run.config), sort_keys=True), []).append(run)
+    out: list[Configuration] = []
+    for members in by_params.values():
+        out.extend(_split_by_env(members))
+    out.sort(key=lambda c: next(i for i, r in enumerate(runs) if r is c.runs[0]))
+    by_label = {c.label: c for c in out}
     for run in runs:
         if run.config is None:
             c = by_label.get(_label(run.name))
@@ -256,6 +287,24 @@ def group(runs: list[Run]) -> list[Configuration]:
                 out.append(c)
             c.runs.append(run)
     return out
+
+
+def _split_by_env(members: list[Run]) -> list[Configuration]:
+    """Runs of equal hyperparameters as one configuration per env settings they trained with."""
+    parts: dict[str, list[Run]] = {}
+    for run in members:
+        if run.env is not None:
+            parts.setdefault(yaml.safe_dump(run.env, sort_keys=True, default_flow_style=True), []).append(run)
+    groups = list(parts.values()) or [[]]
+    groups[0].extend(r for r in members if r.env is None)
+    groups.sort(key=lambda g: next(i for i, r in enumerate(members) if r is g[0]))
+    params = hyperparameters(members[0].config or {})
+    envs = [g[0].env or {} for g in groups]
+    differ = sorted({k for e in envs for k in e if len({json.dumps(x.get(k), default=str) for x in envs}) > 1})
+    return [
+        Configuration(_label(g[0].name), {**params, **{f"env.{k}": e.get(k) for k in differ}}, list(g))
+        for g, e in zip(groups, envs)
+    ]
 
 
 def diffs(params: dict, control: dict) -> dict:
