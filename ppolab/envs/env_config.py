@@ -84,7 +84,19 @@ def resolve(env: str, path: str | None, robot: str | None = None) -> EnvSettings
         data, notes = lhw_yaml.translate(data, env_class(env).Config, path)
         for note in notes:
             print(f"Note: {note}", flush=True)
+    elif _saved_in_full(env, data):  # a run's or a policy's env.yaml: trained as it was, not as the preset is now
+        data = restore(env, data)
     return validate(env, data, path)
+
+
+def _saved_in_full(env: str, data: Any) -> bool:
+    """Whether `--yaml` data is a saved env.yaml (every setting of its day written: all but those added since,
+    which `legacy` names) rather than a few overrides. Why: a setting added since is then read as it was when
+    the policy trained (`restore`), where overrides take today's preset for what they leave out."""
+    if not isinstance(data, dict):
+        return False
+    cls = env_class(env, data).Config
+    return set(cls.model_fields) - set(getattr(cls, "legacy", {})) <= set(data)
 
 
 def save(run_dir: Path, settings: EnvSettings) -> None:
