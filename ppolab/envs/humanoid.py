@@ -100,6 +100,11 @@ class Randomization(BaseModel):
     push_force: float = Field(60.0, ge=0, description="largest horizontal push on the root, in N")
     push_interval: float = Field(3.0, gt=0, description="mean seconds between pushes")
     push_duration: float = Field(0.1, gt=0, description="seconds a push lasts")
+    start_tilt: float = Field(
+        0.0, ge=0, le=0.5,
+        description="roll and pitch of every start, uniform within +-this, rad, beyond init_tilt: a lean to "
+        "recover from at each reset, the start's counterpart of a push (the behaviour checks start without it)",
+    )  # fmt: skip
     friction: ScaleRange = (0.7, 1.3)
     damping: ScaleRange = Field((0.8, 1.2), description="scale of the model's joint damping")
     mass: MassRange = (0.95, 1.05)
@@ -117,11 +122,13 @@ class Randomization(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_unset_ramp(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """No ramp is written as none: a config saved before the ramp existed reads back as it was saved (the
-        shipped policies' env.yaml), and means what it meant."""
+        """No ramp is written as none, no start tilt as 0: a config saved before they existed reads back as it
+        was saved (the shipped policies' env.yaml), and means what it meant."""
         out = handler(self)
         if self.ramp is None:
             out.pop("ramp", None)
+        if not self.start_tilt:
+            out.pop("start_tilt", None)
         return out
 
     def strength(self, iteration: int) -> float:
@@ -405,12 +412,15 @@ class HumanoidBatch:
         self._gather(i)
 
     def _start_pose(self, rng: np.random.Generator) -> np.ndarray:
-        """The nominal pose with the config's start noise: leg angles, tilt, lift and heading."""
+        """The nominal pose with the config's start noise: leg angles, tilt (the start's own and the
+        randomisation's lean to recover from), lift and heading."""
         cfg, lay = self.cfg, self.layout
         qpos = self.nominal_qpos.copy()
         qpos[lay.leg_qpos] += rng.normal(0.0, cfg.init_joint_noise, size=len(lay.leg_qpos))
-        if cfg.init_tilt or cfg.init_lift or cfg.init_yaw != (0.0, 0.0):
-            roll, pitch = rng.uniform(-cfg.init_tilt, cfg.init_tilt, size=2)
+        r = cfg.randomization
+        tilt = cfg.init_tilt + (self.strength * r.start_tilt if r.enabled else 0.0)
+        if tilt or cfg.init_lift or cfg.init_yaw != (0.0, 0.0):
+            roll, pitch = rng.uniform(-tilt, tilt, size=2)
             heading = rng.uniform(*cfg.init_yaw)
             quat = np.zeros(4)
             mujoco.mju_euler2Quat(quat, [roll, pitch, heading], "xyz")

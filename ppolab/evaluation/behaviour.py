@@ -76,9 +76,10 @@ Policy = Subject | Path | str
 
 def _undisturbed(cfg: dict) -> dict:
     """The env settings without external wrenches (the pushes and LHW's perturbations of training's
-    randomisation); the robot's own randomised dynamics and sensor noise stay."""
+    randomisation) and without its start lean; the robot's own randomised dynamics and sensor noise stay."""
     r = dict(cfg.get("randomization") or {})
     r["push_force"] = 0.0
+    r["start_tilt"] = 0.0
     r["perturbation"] = {**(r.get("perturbation") or {}), "enabled": False}
     return {**cfg, "randomization": r}
 
