@@ -260,7 +260,10 @@ def test_jvrc_model_is_lhw_s_servo_and_joint_model():
     assert not m.actuator_forcelimited.any()  # no torque clamp
     assert m.dof_armature[m.joint("R_HIP_P").dofadr[0]] == pytest.approx(0.1925)
     assert m.dof_damping[m.joint("L_ANKLE_R").dofadr[0]] == pytest.approx(0.2)
-    assert not env.cfg.randomization.enabled
+    r = env.cfg.randomization  # nothing of the robot or its sensors randomised; the walk preset tilts its starts
+    assert r.obs_noise == 0.0 and r.push_force == 0.0 and not r.perturbation.enabled
+    assert [tuple(map(float, x)) for x in (r.friction, r.damping, r.mass)] == [(1.0, 1.0)] * 3
+    assert not make_env("jvrc_stand", 1).cfg.randomization.enabled
 
 
 def test_jvrc_actions_are_radians_averaged_with_the_previous_one():

@@ -26,6 +26,7 @@ def test_lhw_s_jvrc_base_file_sets_the_rates_smoothing_and_each_leg_s_gains():
     assert gains == {f"{s}_{j}": g for s in "RL" for j, g in zip(
         ["HIP_P", "HIP_R", "HIP_Y", "KNEE", "ANKLE_R", "ANKLE_P"], [200, 200, 200, 250, 80, 80])}  # fmt: skip
     assert damping["R_KNEE"] == 25 and damping["L_ANKLE_P"] == 8 and damping["R_HIP_Y"] == 20
+    assert not env.cfg.randomization.start_tilt  # ppolab's own start tilt of the preset: no LHW task has it
 
 
 def test_lhw_s_h1_base_file_on_the_h1_standing_task_maps_every_key():
@@ -39,6 +40,7 @@ def test_lhw_s_h1_base_file_on_the_h1_standing_task_maps_every_key():
     assert not env.batch.models[0].jnt_limited.any()  # jointlimited: false
     assert math.isclose(cfg["init_joint_noise"], math.radians(3) / math.sqrt(3))  # uniform +-3 degrees: its std
     r = cfg["randomization"]
+    assert r.get("start_tilt", 0.0) == 0.0
     assert r["enabled"] and r["push_force"] == 0.0 and r["redraw_interval"] == 0.5 and r["mass"] == [0.95, 1.05]
     assert r["obs_noise"] == {"root_orient": 0.05, "root_ang_vel": 0.05, "joint_pos": 0.02, "joint_vel": 0.05,
                               "joint_torque": 5.0}  # fmt: skip

@@ -120,4 +120,8 @@ def restore(env: str, saved: Any) -> Any:
     if not isinstance(saved, dict):
         return saved
     legacy = getattr(env_class(env, saved).Config, "legacy", {})
-    return {**{k: v for k, v in legacy.items() if k not in saved}, **saved}
+    out = {**{k: v for k, v in legacy.items() if k not in saved}, **saved}
+    r = out.get("randomization")
+    if isinstance(r, dict) and "start_tilt" not in r:  # saved when it was none, or written as none (0)
+        out["randomization"] = {**r, "start_tilt": 0.0}
+    return out

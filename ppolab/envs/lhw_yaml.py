@@ -228,10 +228,13 @@ class _Translation:
 
     def finish(self) -> dict[str, Any]:
         """The overrides; randomisation on when LHW's file asks for any of it, and then only what it asks for
-        (no pushes, friction or damping scales that LHW's file does not name)."""
+        (no pushes, start tilt, friction or damping scales that LHW's file does not name). Without any, the
+        preset's randomisation stays, less ppolab's start tilt, which no LHW task has."""
         if self.random:
-            neutral = {"enabled": True, "obs_noise": 0.0, "push_force": 0.0, "friction": [1.0, 1.0],
-                       "damping": [1.0, 1.0], "mass": [1.0, 1.0]}  # fmt: skip
+            neutral = {"enabled": True, "obs_noise": 0.0, "push_force": 0.0, "start_tilt": 0.0,
+                       "friction": [1.0, 1.0], "damping": [1.0, 1.0], "mass": [1.0, 1.0]}  # fmt: skip
             perturbation = {"enabled": False, **self.random.pop("perturbation", {})}
             self.out["randomization"] = {**neutral, **self.random, "perturbation": perturbation}
+        else:
+            self.out["randomization"] = {"start_tilt": 0.0}
         return self.out
