@@ -60,9 +60,8 @@ def test_the_behaviour_checks_start_level_from_a_policy_trained_with_tilted_star
     assert np.abs(_roll_pitch(env)).max() < 1e-9, "a check started the robot leaning"
 
 
-def test_a_config_without_start_tilt_is_saved_as_before():
-    plain = make_env("jvrc_stand", 1, {}).cfg.randomization.model_dump()
-    assert "start_tilt" not in plain  # a shipped policy's env.yaml reads back as it was saved
+def test_a_run_s_env_yaml_keeps_its_start_tilt():
+    assert make_env("jvrc_stand", 1, {}).cfg.randomization.model_dump()["start_tilt"] == 0.0
     assert make_env("jvrc_walk", 1, TILTED).cfg.randomization.model_dump()["start_tilt"] == TILT
 
 

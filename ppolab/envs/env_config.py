@@ -122,6 +122,6 @@ def restore(env: str, saved: Any) -> Any:
     legacy = getattr(env_class(env, saved).Config, "legacy", {})
     out = {**{k: v for k, v in legacy.items() if k not in saved}, **saved}
     r = out.get("randomization")
-    if isinstance(r, dict) and "start_tilt" not in r:  # saved when it was none, or written as none (0)
+    if isinstance(r, dict) and "start_tilt" not in r:  # saved before the start tilt existed: trained without it
         out["randomization"] = {**r, "start_tilt": 0.0}
     return out

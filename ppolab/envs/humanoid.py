@@ -122,13 +122,11 @@ class Randomization(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_unset_ramp(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """No ramp is written as none, no start tilt as 0: a config saved before they existed reads back as it
-        was saved (the shipped policies' env.yaml), and means what it meant."""
+        """No ramp is written as none: a config saved before the ramp existed reads back as it was saved (the
+        shipped policies' env.yaml), and means what it meant."""
         out = handler(self)
         if self.ramp is None:
             out.pop("ramp", None)
-        if not self.start_tilt:
-            out.pop("start_tilt", None)
         return out
 
     def strength(self, iteration: int) -> float:
