@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 from conftest import run_ppolab
+from PIL import Image
 from scipy import stats as sps
 
 from ppolab.analysis import synthetic
@@ -274,6 +275,8 @@ def test_report_has_hypothesis_plan_verdict_plots_and_tracker_entry(swept):
     verdict = text.split("**Verdict: ")[1].split(".**")[0]
     assert verdict in {"supported", "refuted", "inconclusive"}  # which one: the synthetic tests pin it down
     assert not (swept / "plots" / "time_to_pass.png").exists()  # no --check-every: nothing to draw
+    with Image.open(swept / "plots" / "learning_curves.png") as image:  # committed with the records: a palette PNG
+        assert image.mode == "P" and image.size[0] >= 800, (image.mode, image.size)
     tracker = (swept.parent.parent / "experiment-tracker.md").read_text()
     assert (
         f"[clip-epochs](sweeps/clip-epochs/results.md): more epochs raise the final reward - **{verdict}**" in tracker

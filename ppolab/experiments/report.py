@@ -27,6 +27,7 @@ from ppolab.experiments.display import check_label
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import RESULTS_FILE, SweepState
+from ppolab.util.figures import png_bytes
 from ppolab.util.files import atomic_write_bytes, atomic_write_text, refuse_links
 from ppolab.util.progress import Progress
 from ppolab.util.run_folder import RunFolder
@@ -73,11 +74,7 @@ def run_states(sweep_dir: Path) -> dict[str, str]:
 
 def save_figure(fig, path: Path) -> None:
     """A PNG written whole or not at all, and never through a link (a symlinked plot is replaced)."""
-    import io
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, png_bytes(fig))
 
 
 def plot(
