@@ -49,6 +49,6 @@ def test_the_checks_keep_their_speeds_when_check_speed_holds_them_and_training_d
         ran = straight(s, seconds=0.2, n=1)["speeds"]
         return [r["command_vx"] for r in ran], walk(s, seconds=0.2, n=1)["command_vx"]
 
-    assert speeds(forward_speed=(0.0, 0.4)) == ([0.067, 0.2, 0.333], 0.3)
+    assert speeds(forward_speed=(0.0, 0.4), check_speed=None) == ([0.067, 0.2, 0.333], 0.3)
     assert speeds(forward_speed=(0.0, 0.4), check_speed=(0.1, 0.4)) == ([0.15, 0.25, 0.35], 0.3)
     assert speeds(forward_speed=(0.1, 0.4), check_speed=(0.1, 0.6)) == ([0.183, 0.35, 0.517], 0.45)
