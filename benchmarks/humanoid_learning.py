@@ -283,8 +283,7 @@ def plot_curve(curve: list[dict], path: Path, env: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ppolab.util.figures import png_bytes
-    from ppolab.util.files import atomic_write_bytes
+    from ppolab.util.figures import save_png
 
     key, bar = "score", 0.8
     hours = [(r["wall_s"] or 0) / 60 for r in curve]
@@ -300,7 +299,7 @@ def plot_curve(curve: list[dict], path: Path, env: str) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    atomic_write_bytes(path, png_bytes(fig))
+    save_png(fig, path)
     plt.close(fig)
     return path
 
@@ -311,8 +310,7 @@ def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ppolab.util.figures import png_bytes
-    from ppolab.util.files import atomic_write_bytes
+    from ppolab.util.figures import save_png
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
     x = [r["iteration"] for r in iters]
@@ -326,7 +324,7 @@ def plot(iters: list[dict], evals: list[dict], path: Path, env: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    atomic_write_bytes(path, png_bytes(fig))
+    save_png(fig, path)
     plt.close(fig)
 
 

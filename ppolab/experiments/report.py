@@ -27,8 +27,8 @@ from ppolab.experiments.display import check_label
 from ppolab.experiments.plan import RUNS_DIR, expand, plan_table
 from ppolab.experiments.spec import SweepSpec, load_sweep, sweep_name
 from ppolab.experiments.state import RESULTS_FILE, SweepState
-from ppolab.util.figures import png_bytes
-from ppolab.util.files import atomic_write_bytes, atomic_write_text, refuse_links
+from ppolab.util.figures import save_png
+from ppolab.util.files import atomic_write_text, refuse_links
 from ppolab.util.progress import Progress
 from ppolab.util.run_folder import RunFolder
 from ppolab.util.tables import table
@@ -70,11 +70,6 @@ def run_states(sweep_dir: Path) -> dict[str, str]:
     except UserError:  # a damaged state.json: judge by the run folders alone (--status says what is wrong)
         return {}
     return {name: state.effective_state(name) for name in state.runs} if state else {}
-
-
-def save_figure(fig, path: Path) -> None:
-    """A PNG written whole or not at all, and never through a link (a symlinked plot is replaced)."""
-    atomic_write_bytes(path, png_bytes(fig))
 
 
 def plot(
@@ -125,7 +120,7 @@ def _finish(fig, axes, path: Path, legend_at: str, legend_size: int) -> None:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(loc=legend_at, fontsize=legend_size)
-    save_figure(fig, path)
+    save_png(fig, path)
     plt.close(fig)
 
 

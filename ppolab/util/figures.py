@@ -7,6 +7,16 @@ RGBA output (a sweep's diagnostics plot: 191 kB against 53 kB)."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+from ppolab.util.files import atomic_write_bytes
+
+
+def save_png(fig, path: Path, dpi: int = 110) -> Path:
+    """`fig` as a palette PNG at `path`, written whole or not at all and never through a link (a symlinked
+    plot is replaced)."""
+    atomic_write_bytes(path, png_bytes(fig, dpi))
+    return path
 
 
 def png_bytes(fig, dpi: int = 110) -> bytes:

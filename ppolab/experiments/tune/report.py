@@ -18,8 +18,8 @@ from optuna.trial import TrialState
 from ppolab.errors import UserError
 from ppolab.experiments.quick import write_sweep
 from ppolab.experiments.spec import SweepMetric
-from ppolab.util.figures import png_bytes
-from ppolab.util.files import atomic_write_bytes, atomic_write_text
+from ppolab.util.figures import save_png
+from ppolab.util.files import atomic_write_text
 from ppolab.util.tables import table
 
 CONFIRM_SEEDS = 5
@@ -111,7 +111,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
         ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    atomic_write_bytes(path, png_bytes(fig, dpi=100))
+    save_png(fig, path, dpi=100)
     plt.close(fig)
     return path
 
